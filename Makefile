@@ -1,0 +1,49 @@
+# Continuum — every entry point. `make demo` and `make test` work from a fresh clone:
+# they create .venv, install everything (CPU PyTorch first), and start the embedded servers.
+VENV    ?= .venv
+PY      := $(VENV)/bin/python
+BIN     := $(VENV)/bin
+STAMP   := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+
+.PHONY: install demo test test-faults test-all bench lint format up down clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check torch==2.13.0
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	rm -f $(VENV)/.installed-*
+	touch $@
+
+install: $(STAMP)
+
+demo: install ## Servers up, migrate, worker, sample conversations, recall, stop.
+	$(BIN)/continuum demo
+
+test: install ## The default suite (fast), against real embedded servers and workers.
+	$(BIN)/pytest -m "not slow" -q
+
+test-faults: install ## Slow fault-injection tests: killed workers, restarted servers.
+	$(BIN)/pytest -m slow -q
+
+test-all: install
+	$(BIN)/pytest -q
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+format: install
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+up: install
+	$(BIN)/continuum dev up
+
+down: install
+	$(BIN)/continuum dev down
+
+clean: down
+	rm -rf .continuum .continuum-test

@@ -1,0 +1,163 @@
+"""Small text helpers shared by the capture modules: cleaning, sentences, clipping,
+third-person rewriting, number words and time expressions."""
+
+from __future__ import annotations
+
+import re
+
+_WS = re.compile(r"\s+")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(A-Za-z0-9])|\n+")
+_QUOTES = str.maketrans({"’": "'", "‘": "'", "“": '"', "”": '"'})
+
+NUMBER_WORDS = {
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+    "a dozen": 12,
+}
+NUMBER = r"(?:\d{1,3}|" + "|".join(NUMBER_WORDS) + r")"
+
+_WEEKDAY = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
+_MONTH = (
+    r"(?:january|february|march|april|may|june|july|august|september|october|november|"
+    r"december|jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec)"
+)
+_DAYPART = r"(?:\s+(?:morning|afternoon|evening|night))?"
+_CLOCK = r"\d{1,2}(?::\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.)|\d{1,2}:\d{2}|noon|midnight"
+TIME_EXPRESSION = re.compile(
+    "|".join(
+        (
+            rf"\b(?:on\s+|this\s+|next\s+|by\s+|until\s+)?{_WEEKDAY}{_DAYPART}\b",
+            rf"\b(?:tomorrow|tonight|today){_DAYPART}\b",
+            r"\b(?:this|next)\s+(?:morning|afternoon|evening|weekend|week|month|year)\b",
+            r"\b(?:by\s+)?(?:the\s+)?end\s+of\s+(?:the\s+)?(?:day|week|month)\b",
+            rf"\b(?:at|by|around|before|after|from)\s+(?:{_CLOCK})",
+            rf"\b(?:{_CLOCK})",
+            rf"\bin\s+(?:{NUMBER}|a|an)\s+(?:minutes?|hours?|days?|weeks?|months?)\b",
+            rf"\b(?:on\s+)?{_MONTH}\.?\s+\d{{1,2}}(?:st|nd|rd|th)?\b",
+            rf"\b(?:on\s+)?(?:the\s+)?\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}\b",
+            r"\b\d{4}-\d{2}-\d{2}\b",
+        )
+    ),
+    re.IGNORECASE,
+)
+
+# First-person → third-person rewrites, applied in order (contractions before bare "I").
+_THIRD_PERSON = [
+    (re.compile(r"\bI'm\b|\bI am\b"), "the user is"),
+    (re.compile(r"\bI've\b|\bI have\b"), "the user has"),
+    (re.compile(r"\bI'll\b|\bI will\b"), "the user will"),
+    (re.compile(r"\bI'd\b"), "the user would"),
+    (re.compile(r"\bI was\b"), "the user was"),
+    (re.compile(r"\bI do\b"), "the user does"),
+    (re.compile(r"\bI\b(?=\s+\w)"), "the user"),
+    (re.compile(r"\bmyself\b", re.IGNORECASE), "themselves"),
+    (re.compile(r"\bmy\b", re.IGNORECASE), "their"),
+    (re.compile(r"\bmine\b", re.IGNORECASE), "theirs"),
+    (re.compile(r"\bme\b", re.IGNORECASE), "them"),
+    (re.compile(r"\bwe're\b", re.IGNORECASE), "we are"),
+]
+_BARE_VERB = re.compile(r"\bthe user (\w+)")
+_NO_AGREEMENT = {
+    "is",
+    "has",
+    "will",
+    "would",
+    "was",
+    "does",
+    "can",
+    "could",
+    "should",
+    "must",
+    "might",
+    "may",
+    "did",
+    "had",
+    "also",
+    "really",
+    "just",
+    "never",
+    "always",
+    "still",
+    "often",
+}
+
+
+def clean(text: str) -> str:
+    """Straighten quotes and collapse whitespace."""
+    return _WS.sub(" ", text.translate(_QUOTES)).strip()
+
+
+def normalize_for_key(text: str) -> str:
+    """Lower-case, whitespace-collapsed form used for dedupe and idempotency keys."""
+    return clean(text).lower()
+
+
+def split_sentences(text: str) -> list[str]:
+    """Split prose into sentences on terminal punctuation and line breaks."""
+    return [s for s in (clean(part) for part in _SENTENCE_END.split(text)) if s]
+
+
+def clip(text: str, limit: int) -> str:
+    """Cut `text` to at most `limit` characters at a word boundary, marking the cut with '…'."""
+    text = clean(text)
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1].rsplit(" ", 1)[0].rstrip(" ,;:-")
+    return cut + "…"
+
+
+def strip_clause(text: str) -> str:
+    """Trim surrounding whitespace and trailing punctuation from a captured clause."""
+    return clean(text).strip(" \"'").rstrip(" .!?,;:").strip()
+
+
+def capitalize_first(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def _agree(match: re.Match[str]) -> str:
+    verb = match.group(1)
+    if verb.lower() in _NO_AGREEMENT:
+        return match.group(0)
+    if verb.endswith(("s", "sh", "ch", "x", "o")):
+        return f"the user {verb}es"
+    if re.search(r"[^aeiou]y$", verb):
+        return f"the user {verb[:-1]}ies"
+    return f"the user {verb}s"
+
+
+def third_person(text: str) -> str:
+    """Rewrite a first-person clause about the user in the third person ("User has …")."""
+    for pattern, replacement in _THIRD_PERSON:
+        text = pattern.sub(replacement, text)
+    text = _BARE_VERB.sub(_agree, text)
+    return "User" + text[len("the user") :] if text.startswith("the user") else text
+
+
+def snake(text: str) -> str:
+    """`"Font Size!"` → `font_size`."""
+    return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")
+
+
+def parse_number(token: str) -> int | None:
+    """`"4"` or `"four"` → 4; anything else → None."""
+    token = token.strip().lower()
+    if token.isdigit():
+        return int(token)
+    return NUMBER_WORDS.get(token)
+
+
+def find_time_expression(text: str) -> str | None:
+    """All time phrases in `text`, in order, joined: "tomorrow at 3pm", "on Tuesday"."""
+    found = [m.group(0).strip() for m in TIME_EXPRESSION.finditer(text)]
+    return " ".join(found) if found else None

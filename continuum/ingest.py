@@ -1,0 +1,202 @@
+"""The `events` stage: validate a batch of raw events and persist it with exactly-once effect.
+
+One transaction per batch: event ids are claimed in `processed_events`, raw turns go to
+`messages` (idempotent on namespace + session + message id), sessions are upserted and
+ended. A crash before commit leaves nothing behind, so redelivery simply redoes the batch.
+Invalid events are dead-lettered with their reason; the rest of the batch still lands.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func, update
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.orm import Session as DbSession
+
+from continuum import deadletter
+from continuum.config import get_settings
+from continuum.db.engine import session_scope
+from continuum.db.models import Message, ProcessedEvent, Session
+from continuum.events import Event, EventError, SessionEndEvent, TurnEvent, parse_event
+from continuum.queues import INGEST_EVENTS
+
+
+@dataclass
+class IngestResult:
+    """What one batch did."""
+
+    received: int = 0
+    processed: int = 0
+    duplicates: int = 0
+    invalid: int = 0
+    messages_inserted: int = 0
+    sessions_ended: int = 0
+    new_turns: list[tuple[str, str]] = field(default_factory=list)  # (namespace, session_id)
+
+
+def _validate(payloads: Sequence[Any], db: DbSession, task_id: str | None) -> list[Event]:
+    events: list[Event] = []
+    for index, payload in enumerate(payloads):
+        try:
+            events.append(parse_event(payload, index))
+        except EventError as exc:
+            namespace = payload.get("namespace") if isinstance(payload, dict) else None
+            deadletter.record(
+                db,
+                task_name=INGEST_EVENTS,
+                task_id=task_id,
+                payload=payload if isinstance(payload, dict | list) else repr(payload)[:2000],
+                reason="invalid_event",
+                error=str(exc),
+                namespace=namespace if isinstance(namespace, str) else None,
+            )
+    return events
+
+
+def _claim_new(db: DbSession, events: list[Event]) -> list[Event]:
+    """Record event ids; return only events never processed before (in batch order)."""
+    unique = {event.event_id: event for event in events}
+    if not unique:
+        return []
+    rows = [
+        {
+            "event_id": event.event_id,
+            "namespace": event.namespace,
+            "kind": event.kind,
+            "session_id": event.session_id,
+            "ts": event.ts,
+        }
+        for event in unique.values()
+    ]
+    claimed = set(
+        db.scalars(
+            insert(ProcessedEvent)
+            .values(rows)
+            .on_conflict_do_nothing(index_elements=["event_id"])
+            .returning(ProcessedEvent.event_id)
+        )
+    )
+    return [event for event in unique.values() if event.event_id in claimed]
+
+
+def _upsert_sessions(db: DbSession, events: list[Event]) -> None:
+    first: dict[tuple[str, str], Event] = {}
+    last_ts: dict[tuple[str, str], datetime] = {}
+    for event in events:
+        key = (event.namespace, event.session_id)
+        first.setdefault(key, event)
+        last_ts[key] = max(last_ts.get(key, event.ts), event.ts)
+    rows = [
+        {
+            "namespace": ns,
+            "session_id": sid,
+            "channel": event.channel,
+            "user_id": event.user_id,
+            "started_at": event.ts,
+            "last_activity_at": last_ts[(ns, sid)],
+        }
+        for (ns, sid), event in sorted(first.items())
+    ]
+    stmt = insert(Session).values(rows)
+    db.execute(
+        stmt.on_conflict_do_update(
+            index_elements=["namespace", "session_id"],
+            set_={
+                "started_at": func.least(Session.started_at, stmt.excluded.started_at),
+                "last_activity_at": func.greatest(
+                    Session.last_activity_at, stmt.excluded.last_activity_at
+                ),
+                "user_id": func.coalesce(Session.user_id, stmt.excluded.user_id),
+            },
+        )
+    )
+
+
+def _insert_turns(db: DbSession, turns: list[TurnEvent]) -> list[tuple[str, str]]:
+    """Insert raw turns; return (namespace, session_id) of each row actually inserted."""
+    if not turns:
+        return []
+    rows = [
+        {
+            "namespace": turn.namespace,
+            "session_id": turn.session_id,
+            "message_id": turn.effective_message_id,
+            "parent_id": turn.parent_id,
+            "role": turn.role,
+            "content": turn.content,
+            "channel": turn.channel,
+            "user_id": turn.user_id,
+            "created_at": turn.ts,
+            "event_id": turn.event_id,
+            "details": turn.metadata,
+        }
+        for turn in turns
+    ]
+    inserted = db.execute(
+        insert(Message)
+        .values(rows)
+        .on_conflict_do_nothing(index_elements=["namespace", "session_id", "message_id"])
+        .returning(Message.namespace, Message.session_id)
+    ).all()
+    counts: dict[tuple[str, str], int] = defaultdict(int)
+    for namespace, session_id in inserted:
+        counts[(namespace, session_id)] += 1
+    for (namespace, session_id), count in sorted(counts.items()):
+        db.execute(
+            update(Session)
+            .where(Session.namespace == namespace, Session.session_id == session_id)
+            .values(message_count=Session.message_count + count)
+        )
+    return [(ns, sid) for ns, sid in inserted]
+
+
+def _end_sessions(db: DbSession, ends: list[SessionEndEvent]) -> None:
+    for end in ends:
+        db.execute(
+            update(Session)
+            .where(Session.namespace == end.namespace, Session.session_id == end.session_id)
+            .values(
+                status="ended",
+                ended_at=end.ended_at,
+                end_reason=end.reason,
+                last_activity_at=func.greatest(Session.last_activity_at, end.ended_at),
+            )
+        )
+
+
+def ingest_batch(payloads: Sequence[Any], task_id: str | None = None) -> IngestResult:
+    """Validate and persist a batch of raw event payloads in one transaction."""
+    with session_scope() as db:
+        if not isinstance(payloads, list | tuple):
+            deadletter.record(
+                db,
+                task_name=INGEST_EVENTS,
+                task_id=task_id,
+                payload=repr(payloads)[:2000],
+                reason="invalid_batch",
+                error=f"expected a list of events, got {type(payloads).__name__}",
+            )
+            return IngestResult(received=1, invalid=1)
+        result = IngestResult(received=len(payloads))
+        events = _validate(payloads, db, task_id)
+        result.invalid = len(payloads) - len(events)
+        fresh = _claim_new(db, events)
+        result.duplicates = len(events) - len(fresh)
+        result.processed = len(fresh)
+        if not fresh:
+            return result
+        fresh.sort(key=lambda event: event.ts)
+        _upsert_sessions(db, fresh)
+        turns = [event for event in fresh if isinstance(event, TurnEvent)]
+        if not get_settings().privacy_mode:
+            result.new_turns = _insert_turns(db, turns)
+            result.messages_inserted = len(result.new_turns)
+        ends = [event for event in fresh if isinstance(event, SessionEndEvent)]
+        _end_sessions(db, ends)
+        result.sessions_ended = len(ends)
+    return result

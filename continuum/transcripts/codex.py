@@ -1,0 +1,86 @@
+"""Codex CLI rollouts (`~/.codex/sessions/YYYY/MM/DD/rollout-<ts>-<uuid>.jsonl`)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from continuum.transcripts.lines import BlockSpec, Entry, EntryParser, Line, collect_blocks
+from continuum.transcripts.models import Compaction, ParseResult, parse_timestamp
+
+BLOCKS = BlockSpec(
+    text_types=frozenset({"input_text", "output_text"}),
+    image_types=frozenset({"input_image"}),
+    skip_reasons={},
+)
+_ITEM_SKIPS = {
+    "reasoning": "thinking",
+    "function_call": "tool_call",
+    "custom_tool_call": "tool_call",
+    "local_shell_call": "tool_call",
+    "web_search_call": "tool_call",
+    "function_call_output": "tool_result",
+    "custom_tool_call_output": "tool_result",
+}
+_LINE_SKIPS = {"event_msg": "event_msg", "turn_context": "turn_context"}
+_INJECTED_PREFIXES = (
+    "<environment_context>",
+    "<user_instructions>",
+    "<INSTRUCTIONS>",
+    "# AGENTS.md instructions",
+)
+
+
+class CodexParser(EntryParser):
+    """Keeps user and assistant messages; `compacted` lines become compactions."""
+
+    def handle(self, entry: Entry, line: Line, at: datetime | None, result: ParseResult) -> None:
+        kind, payload = entry.get("type"), entry.get("payload")
+        if not isinstance(payload, dict):
+            self.invalid(result, line, f"{kind} line without payload object")
+        elif kind == "session_meta":
+            self._meta(payload, at)
+        elif kind == "response_item":
+            self._item(payload, line, at, result)
+        elif kind == "compacted":
+            summary = payload.get("message")
+            if isinstance(summary, str):
+                result.compactions.append(Compaction.from_summary(line.locator, at, summary))
+            else:
+                self.invalid(result, line, "compacted line without message")
+        else:
+            if kind == "turn_context" and isinstance(payload.get("model"), str):
+                self.context.model = payload["model"]
+            result.skip(_LINE_SKIPS.get(str(kind), "unknown_entry"))
+
+    def _meta(self, payload: Entry, at: datetime | None) -> None:
+        ctx = self.context
+        session_id, cwd = payload.get("id"), payload.get("cwd")
+        if ctx.session_id is None and isinstance(session_id, str):
+            ctx.session_id = session_id
+        if isinstance(cwd, str):
+            ctx.cwd = cwd
+        ctx.started_at = ctx.started_at or parse_timestamp(payload.get("timestamp")) or at
+
+    def _item(self, payload: Entry, line: Line, at: datetime | None, result: ParseResult) -> None:
+        kind, role = payload.get("type"), payload.get("role")
+        if kind != "message":
+            result.skip(_ITEM_SKIPS.get(str(kind), "unknown_entry"))
+            return
+        if role not in ("user", "assistant"):
+            result.skip("system_prompt")
+            return
+        blocks = collect_blocks(payload.get("content"), BLOCKS, result)
+        if role == "user" and blocks.text.startswith(_INJECTED_PREFIXES):
+            result.skip("injected_context")
+            return
+        item_id = payload.get("id")
+        self.emit(
+            result,
+            line,
+            role,
+            blocks,
+            message_id=item_id if isinstance(item_id, str) else line.locator,
+            parent_id=self.context.last_message_id,
+            created_at=at,
+            model=self.context.model if role == "assistant" else None,
+        )

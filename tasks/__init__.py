@@ -1,0 +1,1 @@
+"""Celery tasks: thin wrappers that decode a message and call `continuum.*`."""

@@ -1,0 +1,17 @@
+"""`events` queue: persist a batch of producer events."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from continuum.ingest import ingest_batch
+from continuum.queues import INGEST_EVENTS
+from workers.app import app
+from workers.base import ReliableTask
+
+
+@app.task(name=INGEST_EVENTS, base=ReliableTask, bind=True)
+def ingest_events(self: ReliableTask, payloads: list[Any]) -> dict[str, Any]:
+    result = ingest_batch(payloads, task_id=self.request.id)
+    return asdict(result)

@@ -1,0 +1,105 @@
+"""Test fixtures: real embedded Postgres + Redis (under .continuum-test/), a fresh database
+per run, and a real in-process Celery worker on the real Redis broker."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+TEST_HOME = ROOT / ".continuum-test"
+TEST_DATABASE = "continuum_test"
+TABLES = (
+    "sessions, messages, cron_reports, transcript_cursors, memories, tasks, memory_log, "
+    "dead_letters, processed_events"
+)
+
+os.environ["CONTINUUM_HOME"] = str(TEST_HOME)
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+for name in ("CONTINUUM_DATABASE_URL", "CONTINUUM_REDIS_URL", "CONTINUUM_BROKER_URL"):
+    os.environ.pop(name, None)
+
+
+def _recreate_database(admin_url: str) -> None:
+    import psycopg
+
+    with psycopg.connect(admin_url.replace("+psycopg", ""), autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{TEST_DATABASE}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{TEST_DATABASE}"')
+
+
+@pytest.fixture(scope="session")
+def servers() -> Iterator[dict[str, str]]:
+    """Embedded servers for the whole run; the test database is created afresh."""
+    from continuum.config import get_settings
+    from continuum.embedded import EmbeddedServers
+
+    embedded = EmbeddedServers(TEST_HOME)
+    urls = embedded.up()
+    database_url = urls["database_url"].replace("/continuum?", f"/{TEST_DATABASE}?")
+    _recreate_database(urls["database_url"])
+    os.environ["CONTINUUM_DATABASE_URL"] = database_url
+    os.environ["CONTINUUM_REDIS_URL"] = urls["redis_url"]
+    os.environ["CONTINUUM_BROKER_URL"] = urls["broker_url"]
+    get_settings.cache_clear()
+
+    from continuum.db import migrate
+
+    migrate.upgrade(database_url)
+    yield {**urls, "database_url": database_url}
+
+
+@pytest.fixture
+def db(servers: dict[str, str]) -> Iterator[Any]:
+    """A clean database and Redis for one test; yields a SQLAlchemy engine."""
+    from sqlalchemy import text
+
+    from continuum.db.engine import get_engine
+    from continuum.redis_client import get_redis
+
+    engine = get_engine()
+    with engine.begin() as conn:
+        conn.execute(text(f"TRUNCATE {TABLES} RESTART IDENTITY"))
+    get_redis().flushdb()
+    yield engine
+
+
+@pytest.fixture(scope="session")
+def celery_app(servers: dict[str, str]) -> Any:
+    import tests.support.tasks  # noqa: F401  (test-only tasks must exist before the worker)
+    from workers import app
+
+    return app
+
+
+@pytest.fixture(scope="session")
+def worker(celery_app: Any) -> Iterator[Any]:
+    """A real Celery worker (solo pool, own thread) consuming every queue on the real broker."""
+    from celery.contrib.testing.worker import start_worker
+
+    from continuum.queues import ALL_QUEUES
+
+    with start_worker(
+        celery_app,
+        pool="solo",
+        concurrency=1,
+        perform_ping_check=False,
+        shutdown_timeout=30,
+        queues=list(ALL_QUEUES),
+        loglevel="WARNING",
+    ) as running:
+        yield running
+
+
+@pytest.fixture
+def client(servers: dict[str, str]) -> Iterator[Any]:
+    from continuum.client import MemoryClient
+
+    memory_client = MemoryClient(servers["broker_url"])
+    yield memory_client
+    memory_client.close()

@@ -1,0 +1,52 @@
+"""Builders for realistic test events."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+T0 = datetime(2026, 11, 21, 9, 30, tzinfo=UTC)
+
+
+def turn(
+    content: str,
+    *,
+    namespace: str = "pearl",
+    session_id: str = "voice-1",
+    channel: str = "voice",
+    role: str = "user",
+    at: float = 0.0,
+    message_id: str | None = None,
+    user_id: str | None = "jason",
+    event_id: str | None = None,
+) -> dict[str, Any]:
+    return {
+        "kind": "turn",
+        "event_id": event_id or str(uuid.uuid4()),
+        "namespace": namespace,
+        "session_id": session_id,
+        "channel": channel,
+        "user_id": user_id,
+        "ts": (T0 + timedelta(seconds=at)).isoformat(),
+        "role": role,
+        "content": content,
+        **({"message_id": message_id} if message_id else {}),
+    }
+
+
+def session_end(
+    *, namespace: str = "pearl", session_id: str = "voice-1", channel: str = "voice", at: float = 60
+) -> dict[str, Any]:
+    ended = (T0 + timedelta(seconds=at)).isoformat()
+    return {
+        "kind": "session_end",
+        "event_id": str(uuid.uuid4()),
+        "namespace": namespace,
+        "session_id": session_id,
+        "channel": channel,
+        "ts": ended,
+        "ended_at": ended,
+        "reason": "client_disconnected",
+        "duration_s": at,
+    }

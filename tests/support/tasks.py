@@ -1,0 +1,25 @@
+"""Test-only tasks on the real app, to exercise the retry and dead-letter machinery."""
+
+from __future__ import annotations
+
+from sqlalchemy.exc import OperationalError
+
+from continuum.redis_client import get_redis
+from workers.app import app
+from workers.base import ReliableTask
+
+
+@app.task(name="tests.flaky", base=ReliableTask, bind=True)
+def flaky(self: ReliableTask, key: str, failures: int) -> None:
+    """Fail with a transient database error `failures` times, then record success."""
+    attempts = get_redis().incr(f"{key}:attempts")
+    if attempts <= failures:
+        raise OperationalError("SELECT 1", {}, Exception("server closed the connection"))
+    get_redis().set(f"{key}:done", self.request.retries)
+
+
+@app.task(name="tests.poison", base=ReliableTask, bind=True)
+def poison(self: ReliableTask, key: str) -> None:
+    """Always fails with a permanent error."""
+    get_redis().incr(f"{key}:attempts")
+    raise ValueError("this input can never be processed")

@@ -1,0 +1,81 @@
+"""Lease renewal for messages a worker holds.
+
+Redis has no broker-side acks: kombu keeps unacked messages in a sorted set scored by
+delivery time and restores those older than `visibility_timeout`. We keep that timeout
+short so a SIGKILLed worker's messages come back within seconds, and renew the score of
+every message this worker still holds (running, prefetched or waiting for a retry ETA),
+so a long task is never handed to a second worker while the first is alive.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import weakref
+from typing import Any
+
+import redis
+from celery.signals import task_received, worker_ready, worker_shutdown
+
+from continuum.config import get_settings
+
+log = logging.getLogger(__name__)
+UNACKED_INDEX_KEY = "unacked_index"
+
+_held: weakref.WeakSet[Any] = weakref.WeakSet()
+_lock = threading.Lock()
+_stop = threading.Event()
+
+
+@task_received.connect
+def _track(request: Any = None, **_: Any) -> None:
+    with _lock:
+        _held.add(request)
+
+
+def _delivery_tags() -> list[str]:
+    with _lock:
+        requests = list(_held)
+    tags = []
+    for request in requests:
+        if request.acknowledged:
+            with _lock:
+                _held.discard(request)
+            continue
+        tag = request.message.delivery_tag
+        if tag:
+            tags.append(tag)
+    return tags
+
+
+def renew_once(client: redis.Redis) -> int:
+    """Push the lease of every held message to now; returns how many were renewed."""
+    tags = _delivery_tags()
+    if not tags:
+        return 0
+    now = time.time()
+    # XX: only refresh entries still unacked; never resurrect a restored or acked message.
+    return int(client.zadd(UNACKED_INDEX_KEY, dict.fromkeys(tags, now), xx=True, ch=True) or 0)
+
+
+def _renew_forever() -> None:
+    settings = get_settings()
+    interval = max(1.0, settings.visibility_timeout_s / 3)
+    client = redis.Redis.from_url(settings.resolved_broker_url(), socket_timeout=5)
+    while not _stop.wait(interval):
+        try:
+            renew_once(client)
+        except redis.RedisError as exc:  # broker restarting: the next round retries
+            log.warning("lease renewal skipped: %s", exc)
+
+
+@worker_ready.connect
+def _start(**_: Any) -> None:
+    _stop.clear()
+    threading.Thread(target=_renew_forever, name="continuum-lease", daemon=True).start()
+
+
+@worker_shutdown.connect
+def _shutdown(**_: Any) -> None:
+    _stop.set()
