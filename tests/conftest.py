@@ -103,3 +103,22 @@ def client(servers: dict[str, str]) -> Iterator[Any]:
     memory_client = MemoryClient(servers["broker_url"])
     yield memory_client
     memory_client.close()
+
+
+@pytest.fixture
+def settings_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """Override settings for one test: `settings_env(privacy_mode=True)`; undone after."""
+    from continuum.config import get_settings
+
+    def apply(**values: Any) -> None:
+        for name, value in values.items():
+            env = f"CONTINUUM_{name.upper()}"
+            if value is None:
+                monkeypatch.delenv(env, raising=False)
+            else:
+                monkeypatch.setenv(env, str(value))
+        get_settings.cache_clear()
+
+    yield apply
+    monkeypatch.undo()
+    get_settings.cache_clear()

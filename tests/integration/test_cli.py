@@ -53,11 +53,8 @@ def test_check_reports_each_server(servers: Any) -> None:
     assert "pgvector" in result.output
 
 
-def test_flower_refuses_to_run_without_auth(servers: Any, monkeypatch: Any) -> None:
-    from continuum.config import get_settings
-
-    monkeypatch.delenv("CONTINUUM_FLOWER_PASSWORD", raising=False)
-    get_settings.cache_clear()
+def test_flower_refuses_to_run_without_auth(servers: Any, settings_env: Any) -> None:
+    settings_env(flower_password=None)
     result = runner.invoke(app, ["flower"])
     assert result.exit_code == 2 and "CONTINUUM_FLOWER_PASSWORD" in result.output
 

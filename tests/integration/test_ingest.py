@@ -105,15 +105,9 @@ def test_every_query_is_scoped_to_its_tenant(db: Any) -> None:
         assert session.scalar(select(func.count()).select_from(Session)) == 2
 
 
-def test_privacy_mode_persists_no_raw_turn(db: Any, monkeypatch: Any) -> None:
-    from continuum.config import get_settings
-
-    monkeypatch.setenv("CONTINUUM_PRIVACY_MODE", "true")
-    get_settings.cache_clear()
-    try:
-        result = ingest_batch([turn("My PIN is 4417, don't tell anyone.", message_id="m1")])
-    finally:
-        get_settings.cache_clear()
+def test_privacy_mode_persists_no_raw_turn(db: Any, settings_env: Any) -> None:
+    settings_env(privacy_mode=True)
+    result = ingest_batch([turn("My PIN is 4417, don't tell anyone.", message_id="m1")])
     assert result.processed == 1 and result.messages_inserted == 0
     with session_scope() as session:
         stored = session.execute(text("SELECT count(*) FROM messages WHERE content LIKE '%4417%'"))

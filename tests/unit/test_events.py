@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 import pytest
 
-from continuum.config import get_settings
 from continuum.events import EventError, TurnEvent, parse_event, parse_events
 
 TS = "2026-11-21T09:30:04.120Z"
@@ -67,26 +67,18 @@ def test_unknown_kind_and_version() -> None:
     assert error_fields(["not", "an", "object"]) == ["event"]
 
 
-def test_oversize_content_is_refused_with_the_limit(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CONTINUUM_MAX_CONTENT_CHARS", "100")
-    get_settings.cache_clear()
-    try:
-        with pytest.raises(EventError, match="over the limit of 100"):
-            parse_event(turn(content="x" * 101))
-        assert parse_event(turn(content="x" * 100))
-    finally:
-        get_settings.cache_clear()
+def test_oversize_content_is_refused_with_the_limit(settings_env: Any) -> None:
+    settings_env(max_content_chars=100)
+    with pytest.raises(EventError, match="over the limit of 100"):
+        parse_event(turn(content="x" * 101))
+    assert parse_event(turn(content="x" * 100))
 
 
-def test_unknown_tenant_is_refused_when_tenants_are_listed(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CONTINUUM_NAMESPACES", "pearl, entrepreneur")
-    get_settings.cache_clear()
-    try:
-        assert parse_event(turn(namespace="entrepreneur"))
-        with pytest.raises(EventError, match="unknown namespace 'stranger'"):
-            parse_event(turn(namespace="stranger"))
-    finally:
-        get_settings.cache_clear()
+def test_unknown_tenant_is_refused_when_tenants_are_listed(settings_env: Any) -> None:
+    settings_env(namespaces="pearl, entrepreneur")
+    assert parse_event(turn(namespace="entrepreneur"))
+    with pytest.raises(EventError, match="unknown namespace 'stranger'"):
+        parse_event(turn(namespace="stranger"))
 
 
 def test_other_kinds_validate_their_fields() -> None:
@@ -110,14 +102,10 @@ def test_other_kinds_validate_their_fields() -> None:
     ]
 
 
-def test_batch_error_reports_the_index_and_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_batch_error_reports_the_index_and_limit(settings_env: Any) -> None:
     with pytest.raises(EventError, match="event #1") as info:
         parse_events([turn(), turn(role=3)])
     assert info.value.index == 1
-    monkeypatch.setenv("CONTINUUM_MAX_BATCH_EVENTS", "2")
-    get_settings.cache_clear()
-    try:
-        with pytest.raises(EventError, match="over the limit of 2"):
-            parse_events([turn()] * 3)
-    finally:
-        get_settings.cache_clear()
+    settings_env(max_batch_events=2)
+    with pytest.raises(EventError, match="over the limit of 2"):
+        parse_events([turn()] * 3)
