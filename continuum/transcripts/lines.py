@@ -134,21 +134,17 @@ def read_complete_lines(
     raises `TranscriptVanished`.
     """
     try:
-        handle = open(path, "rb")  # noqa: SIM115 - closed by the `with` below
+        with open(path, "rb") as handle:
+            if os.fstat(handle.fileno()).st_size < offset:
+                return LineBatch(start_offset=offset, next_offset=offset, truncated=True)
+            handle.seek(offset)
+            scanner = _Scanner(offset, max_line_bytes, max_lines)
+            while not scanner.full and (chunk := handle.read(chunk_bytes)):
+                scanner.feed(chunk)
     except FileNotFoundError as exc:
         raise TranscriptVanished(exc.errno, "transcript vanished", str(path)) from exc
-    with handle:
-        if os.fstat(handle.fileno()).st_size < offset:
-            return LineBatch(start_offset=offset, next_offset=offset, truncated=True)
-        handle.seek(offset)
-        scanner = _Scanner(offset, max_line_bytes, max_lines)
-        while not scanner.full:
-            chunk = handle.read(chunk_bytes)
-            if not chunk:
-                break
-            scanner.feed(chunk)
-        scanner.batch.partial_tail = scanner.length > 0
-        return scanner.batch
+    scanner.batch.partial_tail = scanner.length > 0
+    return scanner.batch
 
 
 def decode_entry(line: Line) -> Entry | ParseError:

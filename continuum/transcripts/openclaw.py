@@ -30,14 +30,9 @@ BLOCKS = BlockSpec(
     image_types=frozenset({"image"}),
     skip_reasons={"thinking": "thinking", "redacted_thinking": "thinking", "toolCall": "tool_call"},
 )
-_SKIPPED_ENTRIES = {
-    "thinking_level_change": "thinking_level_change",
-    "custom": "custom",
-    "custom_message": "custom_message",
-    "label": "label",
-    "session_info": "session_info",
-    "branch_summary": "branch_summary",
-}
+_SKIPPED_ENTRIES = frozenset(
+    {"thinking_level_change", "custom", "custom_message", "label", "session_info", "branch_summary"}
+)
 _SYNTHETIC_MODELS = {"delivery-mirror": "delivery_mirror", "gateway-injected": "gateway_injected"}
 _CHANNELS = (
     "Telegram|Discord|WhatsApp|Signal|Slack|iMessage|WebChat|Matrix|Microsoft Teams|Teams"
@@ -50,7 +45,7 @@ _UNTRUSTED_BLOCK = re.compile(
     re.IGNORECASE | re.MULTILINE | re.DOTALL,
 )
 _SYSTEM_LINE = re.compile(r"System: \[[^\]\n]*\] (?P<event>[^\n]*)(?:\n|\Z)")
-_ENVELOPE = re.compile(rf"\[(?P<channel>{_CHANNELS})(?:\s+(?P<label>[^\]\n]*))?\]\s*", re.I)
+_ENVELOPE = re.compile(rf"\[(?P<channel>{_CHANNELS})(?:\s+(?P<label>[^\]\n]*))?\]\s*")
 _LABEL_TAIL = re.compile(
     rf"(?:\s+\+\d+[smhdw])?(?:\s+(?:(?:{_DAYS})\s+)?\d{{4}}-\d{{2}}-\d{{2}}\b.*)?\s*$"
 )
@@ -180,7 +175,7 @@ class OpenClawParser(EntryParser):
             self.context.model = _first_str(entry, "modelId") or self.context.model
             result.skip("model_change")
         else:
-            result.skip(_SKIPPED_ENTRIES.get(str(kind), "unknown_entry"))
+            result.skip(kind if kind in _SKIPPED_ENTRIES else "unknown_entry")
 
     def _header(self, entry: Entry, at: datetime | None) -> None:
         ctx = self.context
@@ -221,6 +216,7 @@ class OpenClawParser(EntryParser):
     ) -> None:
         blocks = collect_blocks(message.get("content"), BLOCKS, result)
         clean = clean_user_text(blocks.text)
+        self.context.channel = self.context.channel or clean.channel
         first_user, self.context.seen_user = not self.context.seen_user, True
         cron = parse_cron_prompt(clean.text) if first_user else None
         if cron:
