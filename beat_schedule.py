@@ -8,4 +8,15 @@ from __future__ import annotations
 
 from typing import Any
 
-BEAT_SCHEDULE: dict[str, dict[str, Any]] = {}
+from celery.schedules import crontab
+
+from continuum.queues import EMBED_PENDING, queue_for
+
+BEAT_SCHEDULE: dict[str, dict[str, Any]] = {
+    # Safety net for the embedding outbox: stragglers left by crashes or a full queue.
+    "embed-sweep": {
+        "task": EMBED_PENDING,
+        "schedule": crontab(minute="*"),
+        "options": {"queue": queue_for(EMBED_PENDING), "expires": 55},
+    },
+}

@@ -14,15 +14,18 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, update
+from sqlalchemy import func, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session as DbSession
 
 from continuum import deadletter
+from continuum.capture import detect_key_moments
+from continuum.capture.models import CaptureTurn, MemoryCandidate
 from continuum.config import get_settings
 from continuum.db.engine import session_scope
 from continuum.db.models import Message, ProcessedEvent, Session
 from continuum.events import Event, EventError, SessionEndEvent, TurnEvent, parse_event
+from continuum.memories import WriteContext, store_candidates
 from continuum.queues import INGEST_EVENTS
 
 
@@ -36,6 +39,7 @@ class IngestResult:
     invalid: int = 0
     messages_inserted: int = 0
     sessions_ended: int = 0
+    memories_stored: int = 0
     new_turns: list[tuple[str, str]] = field(default_factory=list)  # (namespace, session_id)
 
 
@@ -169,6 +173,66 @@ def _end_sessions(db: DbSession, ends: list[SessionEndEvent]) -> None:
         )
 
 
+def _capture_turn(turn: TurnEvent) -> CaptureTurn | None:
+    if turn.role == "system":
+        return None
+    source = "tool" if turn.metadata.get("source") == "tool" else "user"
+    return CaptureTurn(
+        message_id=turn.effective_message_id,
+        role=turn.role,
+        content=turn.content,
+        created_at=turn.ts,
+        session_id=turn.session_id,
+        channel=turn.channel,
+        user_id=turn.user_id,
+        source=source,
+    )
+
+
+def _previous_turn(db: DbSession, turn: TurnEvent) -> CaptureTurn | None:
+    """The message before `turn` in its session, from storage (for context across batches)."""
+    row = db.execute(
+        select(Message)
+        .where(
+            Message.namespace == turn.namespace,
+            Message.session_id == turn.session_id,
+            Message.created_at < turn.ts,
+            Message.role.in_(("user", "assistant")),
+        )
+        .order_by(Message.created_at.desc())
+        .limit(1)
+    ).scalar()
+    if row is None:
+        return None
+    return CaptureTurn(
+        message_id=row.message_id,
+        role=row.role,
+        content=row.content,
+        created_at=row.created_at,
+        session_id=row.session_id,
+        channel=row.channel,
+        user_id=row.user_id,
+    )
+
+
+def _capture(db: DbSession, turns: list[TurnEvent]) -> list[int]:
+    """Cheap key-moment detection on fresh turns (event-time order); store the memories."""
+    items: list[tuple[WriteContext, MemoryCandidate]] = []
+    previous: dict[tuple[str, str], CaptureTurn | None] = {}
+    for turn in turns:
+        session = (turn.namespace, turn.session_id)
+        if session not in previous:
+            previous[session] = _previous_turn(db, turn)
+        current = _capture_turn(turn)
+        if current is None:
+            continue
+        ctx = WriteContext(turn.namespace, turn.session_id, turn.user_id, turn.channel)
+        for candidate in detect_key_moments(current, previous=previous[session]):
+            items.append((ctx, candidate))
+        previous[session] = current
+    return store_candidates(db, items)
+
+
 def ingest_batch(payloads: Sequence[Any], task_id: str | None = None) -> IngestResult:
     """Validate and persist a batch of raw event payloads in one transaction."""
     with session_scope() as db:
@@ -193,6 +257,7 @@ def ingest_batch(payloads: Sequence[Any], task_id: str | None = None) -> IngestR
         fresh.sort(key=lambda event: event.ts)
         _upsert_sessions(db, fresh)
         turns = [event for event in fresh if isinstance(event, TurnEvent)]
+        result.memories_stored = len(_capture(db, turns))
         if not get_settings().privacy_mode:
             result.new_turns = _insert_turns(db, turns)
             result.messages_inserted = len(result.new_turns)

@@ -14,10 +14,17 @@ ALL_QUEUES = (EVENTS, EXTRACT, EMBED, MAINTENANCE, NARRATIVE)
 
 INGEST_EVENTS = "continuum.ingest_events"
 EMBED_PENDING = "continuum.embed_pending"
+EXTRACT_CHUNK = "continuum.extract_chunk"
+SYNC_TRANSCRIPTS = "continuum.sync_transcripts"
+
+# Redis flag: an outbox run is queued and has not started yet.
+EMBED_SCHEDULED_KEY = "continuum:embed:scheduled"
 
 TASK_QUEUES: dict[str, str] = {
     INGEST_EVENTS: EVENTS,
     EMBED_PENDING: EMBED,
+    EXTRACT_CHUNK: EXTRACT,
+    SYNC_TRANSCRIPTS: MAINTENANCE,
 }
 
 

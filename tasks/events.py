@@ -7,6 +7,7 @@ from typing import Any
 
 from continuum.ingest import ingest_batch
 from continuum.queues import INGEST_EVENTS
+from tasks.embed import schedule_embedding
 from workers.app import app
 from workers.base import ReliableTask
 
@@ -14,4 +15,6 @@ from workers.base import ReliableTask
 @app.task(name=INGEST_EVENTS, base=ReliableTask, bind=True)
 def ingest_events(self: ReliableTask, payloads: list[Any]) -> dict[str, Any]:
     result = ingest_batch(payloads, task_id=self.request.id)
+    if result.messages_inserted or result.memories_stored:
+        schedule_embedding()
     return asdict(result)

@@ -15,7 +15,7 @@ TEST_HOME = ROOT / ".continuum-test"
 TEST_DATABASE = "continuum_test"
 TABLES = (
     "sessions, messages, cron_reports, transcript_cursors, memories, tasks, memory_log, "
-    "dead_letters, processed_events"
+    "dead_letters, processed_events, system_state"
 )
 
 os.environ["CONTINUUM_HOME"] = str(TEST_HOME)

@@ -1,17 +1,16 @@
-"""The Celery app: configuration, queues, routing and signal handlers."""
+"""The Celery app: configuration, queues, routing, beat schedule and signal handlers."""
 
 from __future__ import annotations
 
 from celery import Celery
 
+import beat_schedule
 from continuum.config import get_settings
 from workers.config import celery_config
 
-app = Celery("continuum", include=["tasks.events"])
+app = Celery("continuum", include=["tasks.events", "tasks.embed", "tasks.extract"])
 app.config_from_object(celery_config(get_settings()))
+app.conf.beat_schedule = beat_schedule.BEAT_SCHEDULE
 
-import beat_schedule  # noqa: E402  (needs the app's name registry only)
 import workers.lease  # noqa: E402  (signal handlers)
 import workers.signals  # noqa: E402,F401  (signal handlers)
-
-app.conf.beat_schedule = beat_schedule.BEAT_SCHEDULE

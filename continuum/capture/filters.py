@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from continuum.capture.models import CaptureTurn, Sentiment
-from continuum.capture.text import clean
+from continuum.capture.text import clean, word_set
 
 SHORT_MESSAGE_CHARS = 50
 MAX_PROSE_CHARS = 1500  # longer "prose" is a pasted article, not conversation
@@ -32,14 +32,14 @@ _NON_PROSE_LINE = re.compile(
       |\$\ |>>>\ |\#\ |https?://\S+\s*$)""",
     re.VERBOSE,
 )
-_SMALL_TALK_WORDS = frozenset(
+_SMALL_TALK_WORDS = word_set(
     """
     hi hello hey yo hiya morning evening afternoon night good gn gm there all everyone
     thanks thank thx ty you u so much a lot again too very ok okay k kk sure yes yeah yep yup
     no nope nah bye goodbye see ya cya later cool nice great awesome perfect fine alright
     right got it lol haha hah hmm hm mhm wow oh ah um uh oops welcome how are doing what's
     up sup np noted
-    """.split()
+    """
 )
 _ACKNOWLEDGMENT = re.compile(
     r"\b(?:let'?s do (?:it|that|this)|go ahead|go for it|sounds good|sounds like a plan|"

