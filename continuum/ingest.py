@@ -226,7 +226,7 @@ def _capture(db: DbSession, turns: list[TurnEvent]) -> list[int]:
         current = _capture_turn(turn)
         if current is None:
             continue
-        ctx = WriteContext(turn.namespace, turn.session_id, turn.user_id, turn.channel)
+        ctx = WriteContext(turn.namespace, turn.session_id, turn.user_id, turn.channel, turn.ts)
         for candidate in detect_key_moments(current, previous=previous[session]):
             items.append((ctx, candidate))
         previous[session] = current

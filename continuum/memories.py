@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy.dialects.postgresql import insert
@@ -38,6 +39,7 @@ class WriteContext:
     session_id: str | None = None
     user_id: str | None = None
     channel: str | None = None
+    occurred_at: datetime | None = None  # event time of the source turns (never ingest time)
 
 
 def _row(ctx: WriteContext, candidate: MemoryCandidate) -> dict[str, Any]:
@@ -68,6 +70,11 @@ def _row(ctx: WriteContext, candidate: MemoryCandidate) -> dict[str, Any]:
         "source_message_ids": candidate.source_message_ids,
         "trigger": candidate.trigger,
         "idempotency_key": candidate.idempotency_key(ctx.namespace),
+        **(
+            {"created_at": ctx.occurred_at, "updated_at": ctx.occurred_at}
+            if ctx.occurred_at
+            else {}
+        ),
     }
 
 

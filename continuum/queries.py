@@ -8,7 +8,7 @@ from datetime import UTC, date, datetime, time, timedelta, timezone
 from sqlalchemy import func, select
 
 from continuum.db.engine import session_scope
-from continuum.db.models import Message, Session
+from continuum.db.models import Memory, Message, Session
 
 
 @dataclass(frozen=True)
@@ -111,6 +111,19 @@ def list_sessions(namespace: str, *, limit: int = 20) -> list[Session]:
                 select(Session)
                 .where(Session.namespace == namespace)
                 .order_by(Session.last_activity_at.desc().nulls_last())
+                .limit(limit)
+            )
+        )
+
+
+def recent_memories(namespace: str, *, limit: int = 20) -> list[Memory]:
+    """Active memories, oldest first (as they were captured)."""
+    with session_scope() as db:
+        return list(
+            db.scalars(
+                select(Memory)
+                .where(Memory.namespace == namespace, Memory.status == "active")
+                .order_by(Memory.created_at, Memory.id)
                 .limit(limit)
             )
         )
