@@ -27,6 +27,9 @@ test: install ## The default suite (fast), against real embedded servers and wor
 test-faults: install ## Slow fault-injection tests: killed workers, restarted servers.
 	$(BIN)/pytest -m slow -q
 
+bench: install ## Benchmarks against real servers; tables printed, saved to bench/results/.
+	$(PY) -m bench
+
 test-all: install
 	$(BIN)/pytest -q
 

@@ -1,0 +1,34 @@
+"""`make bench`: every section against real embedded servers, one report.
+
+Results are printed as tables and saved to bench/results/latest.{json,md}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+from bench.common import bench_servers, console, save
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="smaller corpora, for a smoke run")
+    args = parser.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    started = time.perf_counter()
+    with console.status("Starting benchmark servers…"):
+        urls = bench_servers()
+    from bench import capture_bench
+
+    sections = []
+    for section in capture_bench.run(urls, quick=args.quick):
+        console.print(section.table())
+        sections.append(section)
+    path = save(sections, {"quick": args.quick, "seconds": round(time.perf_counter() - started)})
+    console.print(f"[green]✓[/] saved {path} and {path.with_suffix('.json')}")
+
+
+if __name__ == "__main__":
+    main()
