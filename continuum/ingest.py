@@ -22,6 +22,7 @@ from continuum import deadletter
 from continuum.capture import detect_key_moments
 from continuum.capture.models import CaptureTurn, MemoryCandidate
 from continuum.config import get_settings
+from continuum.db.bulk import execute_many, insert_ignore
 from continuum.db.engine import session_scope
 from continuum.db.models import Message, ProcessedEvent, Session
 from continuum.events import Event, EventError, SessionEndEvent, TurnEvent, parse_event
@@ -77,14 +78,10 @@ def _claim_new(db: DbSession, events: list[Event]) -> list[Event]:
         }
         for event in unique.values()
     ]
-    claimed = set(
-        db.scalars(
-            insert(ProcessedEvent)
-            .values(rows)
-            .on_conflict_do_nothing(index_elements=["event_id"])
-            .returning(ProcessedEvent.event_id)
-        )
+    inserted = insert_ignore(
+        db, ProcessedEvent, rows, ["event_id"], returning=[ProcessedEvent.event_id]
     )
+    claimed = {row.event_id for row in inserted}
     return [event for event in unique.values() if event.event_id in claimed]
 
 
@@ -106,8 +103,9 @@ def _upsert_sessions(db: DbSession, events: list[Event]) -> None:
         }
         for (ns, sid), event in sorted(first.items())
     ]
-    stmt = insert(Session).values(rows)
-    db.execute(
+    stmt = insert(Session.__table__)
+    execute_many(
+        db,
         stmt.on_conflict_do_update(
             index_elements=["namespace", "session_id"],
             set_={
@@ -117,7 +115,8 @@ def _upsert_sessions(db: DbSession, events: list[Event]) -> None:
                 ),
                 "user_id": func.coalesce(Session.user_id, stmt.excluded.user_id),
             },
-        )
+        ),
+        rows,
     )
 
 
@@ -141,12 +140,13 @@ def _insert_turns(db: DbSession, turns: list[TurnEvent]) -> list[tuple[str, str]
         }
         for turn in turns
     ]
-    inserted = db.execute(
-        insert(Message)
-        .values(rows)
-        .on_conflict_do_nothing(index_elements=["namespace", "session_id", "message_id"])
-        .returning(Message.namespace, Message.session_id)
-    ).all()
+    inserted = insert_ignore(
+        db,
+        Message,
+        rows,
+        ["namespace", "session_id", "message_id"],
+        returning=[Message.namespace, Message.session_id],
+    )
     counts: dict[tuple[str, str], int] = defaultdict(int)
     for namespace, session_id in inserted:
         counts[(namespace, session_id)] += 1

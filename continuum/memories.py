@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session as DbSession
 
 from continuum.capture.models import MemoryCandidate
+from continuum.db.bulk import execute_many, insert_ignore
 from continuum.db.models import Memory, MemoryLog
 
 # R29: user_explicit > system > inference > tool_output
@@ -42,7 +43,7 @@ class WriteContext:
     occurred_at: datetime | None = None  # event time of the source turns (never ingest time)
 
 
-def _row(ctx: WriteContext, candidate: MemoryCandidate) -> dict[str, Any]:
+def _row(ctx: WriteContext, candidate: MemoryCandidate, now: datetime) -> dict[str, Any]:
     claim = candidate.claim
     details = dict(candidate.details)
     if candidate.time_expression:
@@ -70,11 +71,8 @@ def _row(ctx: WriteContext, candidate: MemoryCandidate) -> dict[str, Any]:
         "source_message_ids": candidate.source_message_ids,
         "trigger": candidate.trigger,
         "idempotency_key": candidate.idempotency_key(ctx.namespace),
-        **(
-            {"created_at": ctx.occurred_at, "updated_at": ctx.occurred_at}
-            if ctx.occurred_at
-            else {}
-        ),
+        "created_at": ctx.occurred_at or now,
+        "updated_at": ctx.occurred_at or now,
     }
 
 
@@ -85,35 +83,33 @@ def store_candidates(
     if not items:
         return []
     rows = {}
+    now = datetime.now(UTC)
     for ctx, candidate in items:
-        row = _row(ctx, candidate)
+        row = _row(ctx, candidate, now)
         rows[(row["namespace"], row["idempotency_key"])] = row
-    inserted = db.execute(
-        insert(Memory)
-        .values(list(rows.values()))
-        .on_conflict_do_nothing(index_elements=["namespace", "idempotency_key"])
-        .returning(*LOGGED_COLUMNS)
-    ).all()
+    inserted = insert_ignore(
+        db, Memory, list(rows.values()), ["namespace", "idempotency_key"], LOGGED_COLUMNS
+    )
     if inserted:
-        db.execute(
-            insert(MemoryLog).values(
-                [
-                    {
-                        "namespace": row.namespace,
-                        "action": "write",
-                        "memory_id": row.id,
-                        "trigger": row.trigger,
-                        "details": {
-                            "kind": row.kind,
-                            "key": row.key,
-                            "tags": row.tags,
-                            "importance": row.importance,
-                            "provenance": row.provenance,
-                            "source_message_ids": row.source_message_ids,
-                        },
-                    }
-                    for row in inserted
-                ]
-            )
+        execute_many(
+            db,
+            insert(MemoryLog.__table__),
+            [
+                {
+                    "namespace": row.namespace,
+                    "action": "write",
+                    "memory_id": row.id,
+                    "trigger": row.trigger,
+                    "details": {
+                        "kind": row.kind,
+                        "key": row.key,
+                        "tags": row.tags,
+                        "importance": row.importance,
+                        "provenance": row.provenance,
+                        "source_message_ids": row.source_message_ids,
+                    },
+                }
+                for row in inserted
+            ],
         )
     return [row.id for row in inserted]
