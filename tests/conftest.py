@@ -11,7 +11,10 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-TEST_HOME = ROOT / ".continuum-test"
+# CONTINUUM_TEST_SLOT gives concurrent test runs (several checkouts or developers on one
+# machine) their own embedded servers: .continuum-test-<slot>/.
+SLOT = os.environ.get("CONTINUUM_TEST_SLOT", "")
+TEST_HOME = ROOT / (f".continuum-test-{SLOT}" if SLOT else ".continuum-test")
 TEST_DATABASE = "continuum_test"
 TABLES = (
     "sessions, messages, cron_reports, transcript_cursors, memories, tasks, memory_log, "
