@@ -10,7 +10,7 @@ from typing import Any
 
 from celery.schedules import crontab
 
-from continuum.queues import EMBED_PENDING, queue_for
+from continuum.queues import EMBED_PENDING, SWEEP_IDLE, queue_for
 
 BEAT_SCHEDULE: dict[str, dict[str, Any]] = {
     # Safety net for the embedding outbox: stragglers left by crashes or a full queue.
@@ -18,5 +18,11 @@ BEAT_SCHEDULE: dict[str, dict[str, Any]] = {
         "task": EMBED_PENDING,
         "schedule": crontab(minute="*"),
         "options": {"queue": queue_for(EMBED_PENDING), "expires": 55},
+    },
+    # Server-side idle detection (R25): runtimes need not send heartbeats.
+    "idle-sweep": {
+        "task": SWEEP_IDLE,
+        "schedule": crontab(minute="*"),
+        "options": {"queue": queue_for(SWEEP_IDLE), "expires": 55},
     },
 }

@@ -21,9 +21,11 @@ app = typer.Typer(help="Continuum: durable memory for AI agents.", no_args_is_he
 dev_app = typer.Typer(help="Embedded Postgres + Redis for development, demo and tests.")
 db_app = typer.Typer(help="Database schema.")
 messages_app = typer.Typer(help="Raw conversation messages.")
+handoff_app = typer.Typer(help="Channel handoffs (voice → Discord …), read once, 10 min TTL.")
 app.add_typer(dev_app, name="dev")
 app.add_typer(db_app, name="db")
 app.add_typer(messages_app, name="messages")
+app.add_typer(handoff_app, name="handoff")
 
 console = Console()
 err_console = Console(stderr=True)
@@ -238,6 +240,72 @@ def messages_day(
     except ValueError:
         fail(f"{day!r} is not a date; use YYYY-MM-DD")
     _print_hits(day_messages(namespace, parsed), as_json)
+
+
+@app.command()
+def sessions(
+    namespace: str = NamespaceOption, as_json: bool = typer.Option(False, "--json")
+) -> None:
+    """Active sessions across channels (registry, last hour), with their current topic."""
+    from continuum.ephemeral import active_sessions
+
+    active = active_sessions(namespace)
+    if as_json:
+        print_json([asdict(s) for s in active])
+        return
+    table = Table("channel", "session", "user", "started", "last active", "topic")
+    for s in active:
+        table.add_row(s.channel, s.session_id, s.user_id or "", s.started_at or "",
+                      s.last_active, s.topic or "")  # fmt: skip
+    console.print(table)
+
+
+@app.command()
+def topic(
+    namespace: str = NamespaceOption,
+    channel: str = typer.Option(None, "--channel"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Current topic per active channel (or of one channel)."""
+    from continuum.ephemeral import topics
+
+    found = topics(namespace)
+    if channel:
+        found = {channel: found[channel]} if channel in found else {}
+    if as_json:
+        print_json(found)
+        return
+    for name, slug in found.items():
+        console.print(f"[cyan]{name}[/] {slug}")
+
+
+@handoff_app.command("send")
+def handoff_send(
+    namespace: str = NamespaceOption,
+    user_id: str = typer.Option(..., "--user"),
+    from_channel: str = typer.Option(..., "--from"),
+    to_channel: str = typer.Option(..., "--to"),
+    summary: str = typer.Option(..., "--summary", help="What the next channel should know."),
+) -> None:
+    """Announce that a user is switching channels."""
+    from continuum.ephemeral import send_handoff
+
+    print_json(send_handoff(namespace, user_id, from_channel, to_channel, summary))
+
+
+@handoff_app.command("check")
+def handoff_check(
+    namespace: str = NamespaceOption,
+    user_id: str = typer.Option(..., "--user"),
+    peek: bool = typer.Option(False, "--peek", help="Look without consuming."),
+) -> None:
+    """Take the pending handoff for a user (once); exit 1 when there is none."""
+    from continuum.ephemeral import consume_handoff, peek_handoff
+
+    found = peek_handoff(namespace, user_id) if peek else consume_handoff(namespace, user_id)
+    if found is None:
+        raise typer.Exit(1)
+    print_json(found)
 
 
 @app.command()

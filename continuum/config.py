@@ -60,6 +60,14 @@ class Settings(BaseSettings):
 
     workspace_dir: Path = Field(default=Path(".continuum/workspace"))
     privacy_mode: bool = Field(default=False, description="Never persist raw turns.")
+    private_namespaces: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, description="Tenants whose raw turns are never persisted."
+    )
+    idle_ms: int = Field(default=600_000, ge=1_000, description="Idle time before a snapshot.")
+    min_session_s: float = Field(default=30.0, ge=0, description="Shorter sessions: no extraction.")
+    session_end_wait_s: float = Field(
+        default=60.0, ge=0, description="How long session end waits for its announced turns."
+    )
 
     task_time_limit_s: int = 300
     task_soft_time_limit_s: int = 240
@@ -72,7 +80,7 @@ class Settings(BaseSettings):
     flower_password: str | None = None
     flower_port: int = 5555
 
-    @field_validator("namespaces", mode="before")
+    @field_validator("namespaces", "private_namespaces", mode="before")
     @classmethod
     def _split_namespaces(cls, value: object) -> object:
         if isinstance(value, str):
@@ -112,6 +120,10 @@ class Settings(BaseSettings):
             or self._embedded_servers().get("broker_url")
             or self.resolved_redis_url()
         )
+
+    def is_private(self, namespace: str) -> bool:
+        """Privacy mode (R44/R45): raw turns of this tenant are never persisted."""
+        return self.privacy_mode or namespace in self.private_namespaces
 
     def check_namespace(self, namespace: str) -> None:
         """Raise ValueError unless `namespace` is a valid, allowed tenant name."""

@@ -17,13 +17,15 @@ from pydantic import BaseModel, Field
 from sqlalchemy import select
 
 from continuum import metrics
-from continuum.capture import STORE_THRESHOLD, detect_key_moments
+from continuum.capture import STORE_THRESHOLD
 from continuum.capture.models import CaptureTurn, MemoryCandidate
 from continuum.capture.topics import topic_slug
 from continuum.db.engine import session_scope
 from continuum.db.models import Message
 from continuum.llm import LLMBadOutput, LLMUnavailable, OpenAICompatibleLLM, transcript_block
 from continuum.memories import WriteContext, store_candidates
+from continuum.sessions import key_moments
+from continuum.turns import from_message
 
 JUDGE_SYSTEM = (
     "You extract durable memories from a conversation between a user and an assistant. "
@@ -72,30 +74,7 @@ def load_turns(namespace: str, session_id: str, message_ids: list[str]) -> list[
             )
             .order_by(Message.created_at, Message.id)
         ).all()
-        return [
-            CaptureTurn(
-                message_id=row.message_id,
-                role=row.role,  # type: ignore[arg-type]
-                content=row.content,
-                created_at=row.created_at,
-                session_id=row.session_id,
-                channel=row.channel,
-                user_id=row.user_id,
-            )
-            for row in rows
-        ]
-
-
-def deterministic_candidates(turns: list[CaptureTurn]) -> list[MemoryCandidate]:
-    found: list[MemoryCandidate] = []
-    previous = None
-    for turn in turns:
-        found += [
-            c.model_copy(update={"trigger": "chunk"})
-            for c in detect_key_moments(turn, previous=previous)
-        ]
-        previous = turn
-    return found
+        return [from_message(row) for row in rows]
 
 
 def llm_candidates(llm: OpenAICompatibleLLM, turns: list[CaptureTurn]) -> list[MemoryCandidate]:
@@ -147,7 +126,7 @@ def extract_chunk(
     ctx = WriteContext(namespace, session_id, first.user_id, first.channel, last.created_at)
     if deterministic:
         with session_scope() as db:
-            stored = store_candidates(db, [(ctx, c) for c in deterministic_candidates(turns)])
+            stored = store_candidates(db, [(ctx, c) for c in key_moments(turns, "chunk")])
         result.deterministic = len(stored)
         metrics.incr(metrics.MEMORIES_STORED, result.deterministic)
     if llm is None:

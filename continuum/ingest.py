@@ -18,16 +18,27 @@ from sqlalchemy import func, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session as DbSession
 
-from continuum import deadletter
-from continuum.capture import detect_key_moments
+from continuum import deadletter, ephemeral, sessions
+from continuum.capture import detect_key_moments, extract_entities, topic_slug
 from continuum.capture.models import CaptureTurn, MemoryCandidate
 from continuum.config import get_settings
 from continuum.db.bulk import execute_many, insert_ignore
 from continuum.db.engine import session_scope
 from continuum.db.models import Message, ProcessedEvent, Session
-from continuum.events import Event, EventError, SessionEndEvent, TurnEvent, parse_event
+from continuum.events import (
+    Event,
+    EventError,
+    IdleEvent,
+    PreCompactionEvent,
+    SessionEndEvent,
+    TurnEvent,
+    event_payload,
+    parse_event,
+)
 from continuum.memories import WriteContext, store_candidates
 from continuum.queues import INGEST_EVENTS
+from continuum.redis_client import get_redis
+from continuum.turns import from_event, from_message
 
 
 @dataclass
@@ -42,6 +53,7 @@ class IngestResult:
     sessions_ended: int = 0
     memories_stored: int = 0
     new_turns: list[tuple[str, str]] = field(default_factory=list)  # (namespace, session_id)
+    finish: list[dict[str, Any]] = field(default_factory=list)  # session_end payloads
 
 
 def _validate(payloads: Sequence[Any], db: DbSession, task_id: str | None) -> list[Event]:
@@ -85,13 +97,23 @@ def _claim_new(db: DbSession, events: list[Event]) -> list[Event]:
     return [event for event in unique.values() if event.event_id in claimed]
 
 
+def _activity_at(event: Event) -> datetime:
+    """When the session was last active according to this event (an idle signal is sent
+    long after the activity it reports)."""
+    if isinstance(event, IdleEvent):
+        return event.last_activity_at
+    if isinstance(event, SessionEndEvent):
+        return event.ended_at
+    return event.ts
+
+
 def _upsert_sessions(db: DbSession, events: list[Event]) -> None:
     first: dict[tuple[str, str], Event] = {}
     last_ts: dict[tuple[str, str], datetime] = {}
     for event in events:
         key = (event.namespace, event.session_id)
         first.setdefault(key, event)
-        last_ts[key] = max(last_ts.get(key, event.ts), event.ts)
+        last_ts[key] = max(last_ts.get(key, _activity_at(event)), _activity_at(event))
     rows = [
         {
             "namespace": ns,
@@ -173,25 +195,9 @@ def _end_sessions(db: DbSession, ends: list[SessionEndEvent]) -> None:
         )
 
 
-def _capture_turn(turn: TurnEvent) -> CaptureTurn | None:
-    if turn.role == "system":
-        return None
-    source = "tool" if turn.metadata.get("source") == "tool" else "user"
-    return CaptureTurn(
-        message_id=turn.effective_message_id,
-        role=turn.role,
-        content=turn.content,
-        created_at=turn.ts,
-        session_id=turn.session_id,
-        channel=turn.channel,
-        user_id=turn.user_id,
-        source=source,
-    )
-
-
 def _previous_turn(db: DbSession, turn: TurnEvent) -> CaptureTurn | None:
     """The message before `turn` in its session, from storage (for context across batches)."""
-    row = db.execute(
+    row = db.scalar(
         select(Message)
         .where(
             Message.namespace == turn.namespace,
@@ -201,36 +207,53 @@ def _previous_turn(db: DbSession, turn: TurnEvent) -> CaptureTurn | None:
         )
         .order_by(Message.created_at.desc())
         .limit(1)
-    ).scalar()
-    if row is None:
-        return None
-    return CaptureTurn(
-        message_id=row.message_id,
-        role=row.role,
-        content=row.content,
-        created_at=row.created_at,
-        session_id=row.session_id,
-        channel=row.channel,
-        user_id=row.user_id,
     )
+    return from_message(row) if row is not None else None
 
 
-def _capture(db: DbSession, turns: list[TurnEvent]) -> list[int]:
-    """Cheap key-moment detection on fresh turns (event-time order); store the memories."""
+def _capture(db: DbSession, events: list[TurnEvent]) -> list[int]:
+    """Cheap key-moment detection on fresh turns (event-time order); store the memories and
+    remember their keys as stored during the session (R45)."""
     items: list[tuple[WriteContext, MemoryCandidate]] = []
     previous: dict[tuple[str, str], CaptureTurn | None] = {}
-    for turn in turns:
-        session = (turn.namespace, turn.session_id)
+    for event in events:
+        session = (event.namespace, event.session_id)
         if session not in previous:
-            previous[session] = _previous_turn(db, turn)
-        current = _capture_turn(turn)
+            previous[session] = _previous_turn(db, event)
+        current = from_event(event)
         if current is None:
             continue
-        ctx = WriteContext(turn.namespace, turn.session_id, turn.user_id, turn.channel, turn.ts)
-        for candidate in detect_key_moments(current, previous=previous[session]):
-            items.append((ctx, candidate))
+        ctx = WriteContext(
+            event.namespace, event.session_id, event.user_id, event.channel, event.ts
+        )
+        found = detect_key_moments(current, previous=previous[session])
+        items += [(ctx, candidate) for candidate in found]
+        ephemeral.add_stored_keys(
+            event.namespace, event.session_id, [c.key for c in found if c.key]
+        )
         previous[session] = current
     return store_candidates(db, items)
+
+
+def _record_ephemeral(events: list[TurnEvent]) -> None:
+    """Registry, topic, recent and transcript buffers (idempotent, one Redis round trip)."""
+    pipe = get_redis().pipeline(transaction=False)
+    for event in events:
+        topic = topic_slug(event.content) if event.role == "user" else None
+        ephemeral.record_turn(
+            event.namespace,
+            session_id=event.session_id,
+            channel=event.channel,
+            user_id=event.user_id,
+            message_id=event.effective_message_id,
+            role=event.role,
+            content=event.content,
+            at=event.ts,
+            topic=topic or None,
+            entities=extract_entities(event.content) if event.role == "user" else [],
+            pipe=pipe,
+        )
+    pipe.execute()
 
 
 def ingest_batch(payloads: Sequence[Any], task_id: str | None = None) -> IngestResult:
@@ -256,12 +279,23 @@ def ingest_batch(payloads: Sequence[Any], task_id: str | None = None) -> IngestR
             return result
         fresh.sort(key=lambda event: event.ts)
         _upsert_sessions(db, fresh)
-        turns = [event for event in fresh if isinstance(event, TurnEvent)]
-        result.memories_stored = len(_capture(db, turns))
-        if not get_settings().privacy_mode:
-            result.new_turns = _insert_turns(db, turns)
-            result.messages_inserted = len(result.new_turns)
+        turn_events = [event for event in fresh if isinstance(event, TurnEvent)]
+        settings = get_settings()
+        stored = [event for event in turn_events if not settings.is_private(event.namespace)]
+        result.new_turns = _insert_turns(db, stored)
+        result.messages_inserted = len(result.new_turns)
+        memory_ids = _capture(db, turn_events)
+        for event in fresh:
+            if isinstance(event, IdleEvent):
+                snapshot = sessions.snapshot_idle(db, event.namespace, event.session_id)
+                memory_ids += [snapshot] if snapshot is not None else []
+            elif isinstance(event, PreCompactionEvent):
+                memory_ids += sessions.pre_compaction_dump(db, event)
+        result.memories_stored = len(memory_ids)
         ends = [event for event in fresh if isinstance(event, SessionEndEvent)]
         _end_sessions(db, ends)
         result.sessions_ended = len(ends)
+        result.finish = [event_payload(end) for end in ends]
+        # Redis state last: if it fails the transaction rolls back and the batch is retried.
+        _record_ephemeral(turn_events)
     return result

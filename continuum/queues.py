@@ -16,6 +16,9 @@ INGEST_EVENTS = "continuum.ingest_events"
 EMBED_PENDING = "continuum.embed_pending"
 EXTRACT_CHUNK = "continuum.extract_chunk"
 SYNC_TRANSCRIPTS = "continuum.sync_transcripts"
+FINISH_SESSION = "continuum.finish_session"
+SWEEP_IDLE = "continuum.sweep_idle"
+NARRATIVE_APPEND = "continuum.narrative_append"
 
 # Redis flag: an outbox run is queued and has not started yet.
 EMBED_SCHEDULED_KEY = "continuum:embed:scheduled"
@@ -25,6 +28,9 @@ TASK_QUEUES: dict[str, str] = {
     EMBED_PENDING: EMBED,
     EXTRACT_CHUNK: EXTRACT,
     SYNC_TRANSCRIPTS: MAINTENANCE,
+    FINISH_SESSION: EXTRACT,
+    SWEEP_IDLE: MAINTENANCE,
+    NARRATIVE_APPEND: NARRATIVE,
 }
 
 

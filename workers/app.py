@@ -8,7 +8,9 @@ import beat_schedule
 from continuum.config import get_settings
 from workers.config import celery_config
 
-app = Celery("continuum", include=["tasks.events", "tasks.embed", "tasks.extract"])
+app = Celery(
+    "continuum", include=["tasks.events", "tasks.embed", "tasks.extract", "tasks.sessions"]
+)
 app.config_from_object(celery_config(get_settings()))
 app.conf.beat_schedule = beat_schedule.BEAT_SCHEDULE
 

@@ -85,3 +85,19 @@ def test_container_entrypoint_roles(servers: Any) -> None:
         CONTINUUM_WAIT_TRIES="1",
     )
     assert down.returncode == 69 and "postgres" in down.stderr
+
+
+def test_handoff_and_sessions_commands(db: Any) -> None:
+    from continuum.ingest import ingest_batch
+
+    ingest_batch([turn("Let's plan the garden renovation together.", message_id="m1")])
+    sent = runner.invoke(app, ["handoff", "send", "-n", "pearl", "--user", "jason", "--from",
+                               "voice", "--to", "discord", "--summary", "Garden plan"])  # fmt: skip
+    assert sent.exit_code == 0 and json.loads(sent.stdout)["to_channel"] == "discord"
+    peek = runner.invoke(app, ["handoff", "check", "-n", "pearl", "--user", "jason", "--peek"])
+    taken = runner.invoke(app, ["handoff", "check", "-n", "pearl", "--user", "jason"])
+    again = runner.invoke(app, ["handoff", "check", "-n", "pearl", "--user", "jason"])
+    assert (peek.exit_code, taken.exit_code, again.exit_code) == (0, 0, 1)
+    assert json.loads(taken.stdout)["context_summary"] == "Garden plan"
+    topics = runner.invoke(app, ["topic", "-n", "pearl", "--json"])
+    assert topics.exit_code == 0 and json.loads(topics.stdout) == {}  # last turn > 1 h ago

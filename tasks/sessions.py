@@ -1,0 +1,56 @@
+"""Session lifecycle tasks: session end (extract queue), idle sweep (maintenance, beat) and
+narrative file appends (narrative queue, single consumer)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from datetime import datetime
+from typing import Any
+
+from continuum import narrative
+from continuum.dispatch import send
+from continuum.events import SessionEndEvent, parse_event
+from continuum.queues import FINISH_SESSION, NARRATIVE_APPEND, SWEEP_IDLE
+from continuum.sessions import finish_session, sweep_idle
+from tasks.embed import schedule_embedding
+from workers.app import app
+from workers.base import ReliableTask
+
+WAIT_STEP_S = 2.0
+
+
+@app.task(name=FINISH_SESSION, base=ReliableTask, bind=True)
+def finish_session_task(
+    self: ReliableTask, payload: dict[str, Any], waited_s: float = 0.0
+) -> dict[str, Any]:
+    end = parse_event(payload)
+    assert isinstance(end, SessionEndEvent)
+    result = finish_session(end, waited_s=waited_s)
+    if result.status == "waiting":  # announced turns still in flight: bounded wait
+        raise self.retry(
+            args=[payload], kwargs={"waited_s": waited_s + WAIT_STEP_S}, countdown=WAIT_STEP_S
+        )
+    if result.narrative:
+        send(NARRATIVE_APPEND, result.narrative)
+    if result.memory_ids:
+        schedule_embedding()
+    return asdict(result)
+
+
+@app.task(name=SWEEP_IDLE, base=ReliableTask, bind=True)
+def sweep_idle_task(self: ReliableTask) -> dict[str, Any]:
+    stored = sweep_idle()
+    if stored:
+        schedule_embedding()
+    return {"snapshots": stored}
+
+
+@app.task(name=NARRATIVE_APPEND, base=ReliableTask, bind=True)
+def narrative_append_task(self: ReliableTask, entry: dict[str, str]) -> None:
+    narrative.record_session(
+        entry["namespace"],
+        datetime.fromisoformat(entry["at"]),
+        entry["channel"],
+        entry["line"],
+        entry["summary"],
+    )
