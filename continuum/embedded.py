@@ -194,6 +194,13 @@ class EmbeddedServers:
         self._stop_postgres()
         self._postgres_uri()
 
+    def restart_redis(self, down_s: float = 0.0) -> None:
+        """Stop Redis (its AOF keeps queued messages), wait `down_s`, start it on the same port."""
+        port = int(self._state()["redis_port"])
+        self._stop_redis(port)
+        time.sleep(down_s)
+        self._start_redis(port)
+
     def status(self) -> list[ServerStatus]:
         state = self._state()
         port = state.get("redis_port")

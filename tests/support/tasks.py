@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import signal
+
 from sqlalchemy.exc import OperationalError
 
 from continuum.redis_client import get_redis
@@ -23,3 +26,11 @@ def poison(self: ReliableTask, key: str) -> None:
     """Always fails with a permanent error."""
     get_redis().incr(f"{key}:attempts")
     raise ValueError("this input can never be processed")
+
+
+@app.task(name="tests.crash", base=ReliableTask, bind=True)
+def crash(self: ReliableTask, key: str) -> None:
+    """Kills the worker process running it, every time (a poison message). Only ever sent to
+    the `faults` queue, which only subprocess workers of the fault tests consume."""
+    get_redis().incr(f"{key}:attempts")
+    os.kill(os.getpid(), signal.SIGKILL)

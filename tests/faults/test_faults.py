@@ -1,0 +1,163 @@
+"""Fault injection with real worker processes, real Redis and real Postgres (`make test-faults`).
+
+Each scenario prints its figures (events sent, persisted, duplicates, recovery time).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from typing import Any
+
+import psutil
+import pytest
+from sqlalchemy import text
+
+from continuum.client import MemoryClient
+from continuum.db.engine import session_scope
+from continuum.embedded import EmbeddedServers
+from continuum.redis_client import get_redis
+from tests.conftest import TEST_HOME
+from tests.faults.conftest import FAULT_QUEUE, kill
+from tests.support.events import turn
+from tests.support.wait import wait_for
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(autouse=True)
+def _lean_workers(settings_env: Any) -> None:
+    # Worker processes inherit the environment: no model loading to skew timings.
+    settings_env(embedding_provider="none")
+
+
+def figures() -> dict[str, int]:
+    with session_scope() as db:
+        row = db.execute(
+            text(
+                "SELECT (SELECT count(*) FROM processed_events) AS processed,"
+                " (SELECT count(*) FROM messages) AS messages,"
+                " (SELECT count(*) - count(DISTINCT (namespace, session_id, message_id))"
+                "  FROM messages) AS duplicate_messages,"
+                " (SELECT count(*) FROM memories) AS memories,"
+                " (SELECT count(*) - count(DISTINCT (namespace, idempotency_key)) FROM memories)"
+                "  AS duplicate_memories,"
+                " (SELECT count(*) FROM dead_letters) AS dead_letters"
+            )
+        ).one()
+    return dict(row._mapping)
+
+
+def decisions(count: int, prefix: str) -> list[dict[str, Any]]:
+    """Turns that each yield exactly one decision memory, spread over 20 sessions."""
+    return [
+        turn(
+            f"Let's go with supplier {prefix}{i} for the garden fence.",
+            message_id=f"{prefix}{i}",
+            session_id=f"{prefix}-s{i % 20}",
+            at=i,
+        )
+        for i in range(count)
+    ]
+
+
+def emit_batches(client: MemoryClient, events: list[dict[str, Any]], size: int) -> None:
+    for start in range(0, len(events), size):
+        client.emit_many(events[start : start + size])
+
+
+def assert_exactly_once(sent: int) -> dict[str, int]:
+    wait_for(lambda: figures()["processed"] >= sent, timeout=120, interval=0.25)
+    found = figures()
+    print(f"\nsent={sent} {found}")
+    assert found["processed"] == sent
+    assert found["messages"] == sent and found["duplicate_messages"] == 0
+    assert found["memories"] == sent and found["duplicate_memories"] == 0
+    return found
+
+
+def test_sigkilled_worker_mid_batch_loses_and_duplicates_nothing(
+    db: Any, start_worker: Any, client: MemoryClient
+) -> None:
+    events = decisions(3000, "k")
+    first = start_worker("w1")
+    emit_batches(client, events, 25)
+    wait_for(lambda: figures()["processed"] >= 400, timeout=60)
+    kill(first)
+    killed_at = time.monotonic()
+    start_worker("w2")
+    assert_exactly_once(len(events))
+    recovered_s = time.monotonic() - killed_at
+    print(f"all events processed {recovered_s:.1f}s after the SIGKILL")
+    assert recovered_s < 30  # redelivery ≈ visibility timeout (10 s) + restore sweep (2 s)
+
+
+def test_poison_message_is_dead_lettered_and_the_queue_keeps_flowing(
+    db: Any, start_worker: Any, client: MemoryClient, settings_env: Any
+) -> None:
+    settings_env(max_deliveries=3)
+    start_worker("w1")
+    key = f"crash:{uuid.uuid4()}"
+    client.app.send_task("tests.crash", args=[key], queue=FAULT_QUEUE)
+    emit_batches(client, decisions(200, "p"), 20)
+    wait_for(lambda: figures()["dead_letters"] == 1, timeout=60)
+    with session_scope() as db_session:
+        reason, attempts = db_session.execute(
+            text("SELECT reason, attempts FROM dead_letters")
+        ).one()
+    assert (reason, attempts) == ("max_deliveries_exceeded", 3)
+    assert get_redis().get(f"{key}:attempts") == "3"
+    assert_exactly_once(200)
+
+
+def test_redis_restart_during_ingest(db: Any, start_worker: Any, client: MemoryClient) -> None:
+    start_worker("w1")
+    events = decisions(1500, "r")
+    producer = threading.Thread(target=emit_batches, args=(client, events, 10))
+    producer.start()
+    wait_for(lambda: figures()["processed"] >= 200, timeout=60)
+    EmbeddedServers(TEST_HOME).restart_redis(down_s=2.0)
+    producer.join(timeout=120)
+    assert not producer.is_alive()
+    assert_exactly_once(len(events))
+
+
+def test_postgres_restart_during_ingest(db: Any, start_worker: Any, client: MemoryClient) -> None:
+    start_worker("w1")
+    events = decisions(1500, "g")
+    emit_batches(client, events, 10)
+    wait_for(lambda: figures()["processed"] >= 200, timeout=60)
+    EmbeddedServers(TEST_HOME).restart_postgres()
+    assert_exactly_once(len(events))
+
+
+def test_bounded_soak_drains_with_flat_memory(db: Any, start_worker: Any, servers: Any) -> None:
+    worker = start_worker("w1")
+    per_thread, threads = 1250, 8
+    clients = [MemoryClient(servers["broker_url"]) for _ in range(threads)]
+    rss: list[int] = []
+
+    def produce(n: int) -> None:
+        events = decisions(per_thread, f"t{n}-")
+        emit_batches(clients[n], events, 25)
+        emit_batches(clients[n], events[: per_thread // 5], 25)  # duplicate deliveries too
+
+    def sample() -> int:
+        procs = [psutil.Process(worker.pid), *psutil.Process(worker.pid).children()]
+        return sum(p.memory_info().rss for p in procs)
+
+    workers = [threading.Thread(target=produce, args=(n,)) for n in range(threads)]
+    for thread in workers:
+        thread.start()
+    while any(t.is_alive() for t in workers) or figures()["processed"] < per_thread * threads:
+        rss.append(sample())
+        time.sleep(0.5)
+    for thread in workers:
+        thread.join()
+    found = assert_exactly_once(per_thread * threads)
+    rss.append(sample())
+    growth_mb = (rss[-1] - rss[len(rss) // 3]) / 2**20
+    print(f"soak: {found['processed']} events, worker RSS {rss[-1] / 2**20:.0f} MiB, "
+          f"growth after warm-up {growth_mb:.1f} MiB")  # fmt: skip
+    assert growth_mb < 64
