@@ -10,14 +10,32 @@ from typing import Any
 
 from celery.schedules import crontab
 
-from continuum.queues import EMBED_PENDING, SWEEP_IDLE, queue_for
+from continuum.queues import (
+    EMBED_PENDING,
+    REDELIVER_EVENTS,
+    SWEEP_IDLE,
+    SYNC_TRANSCRIPTS,
+    queue_for,
+)
 
 BEAT_SCHEDULE: dict[str, dict[str, Any]] = {
+    # R92: transcript sync every five minutes (a Redis lock keeps runs from overlapping).
+    "transcript-sync": {
+        "task": SYNC_TRANSCRIPTS,
+        "schedule": crontab(minute="*/5"),
+        "options": {"queue": queue_for(SYNC_TRANSCRIPTS), "expires": 240},
+    },
     # Safety net for the embedding outbox: stragglers left by crashes or a full queue.
     "embed-sweep": {
         "task": EMBED_PENDING,
         "schedule": crontab(minute="*"),
         "options": {"queue": queue_for(EMBED_PENDING), "expires": 55},
+    },
+    # Event batches lost between broker and worker are published again (continuum.ledger).
+    "redeliver-events": {
+        "task": REDELIVER_EVENTS,
+        "schedule": crontab(minute="*"),
+        "options": {"queue": queue_for(REDELIVER_EVENTS), "expires": 55},
     },
     # Server-side idle detection (R25): runtimes need not send heartbeats.
     "idle-sweep": {

@@ -16,6 +16,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from continuum.config import ConfigError, get_settings
+from continuum.sync import cli as sync_cli
 
 app = typer.Typer(help="Continuum: durable memory for AI agents.", no_args_is_help=True)
 dev_app = typer.Typer(help="Embedded Postgres + Redis for development, demo and tests.")
@@ -26,6 +27,7 @@ app.add_typer(dev_app, name="dev")
 app.add_typer(db_app, name="db")
 app.add_typer(messages_app, name="messages")
 app.add_typer(handoff_app, name="handoff")
+app.add_typer(sync_cli.app)
 
 console = Console()
 err_console = Console(stderr=True)

@@ -7,16 +7,20 @@ client.turn(namespace="pearl", session_id="s1", channel="voice", role="user",
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+import redis
 from celery import Celery
 from kombu.exceptions import OperationalError
 
+from continuum import ledger
 from continuum.config import get_settings
 from continuum.events import Event, event_payload, parse_events
 from continuum.queues import INGEST_EVENTS, queue_for
+from continuum.redis_client import get_redis
 
 # Retry publishing while the broker restarts: up to ~60 s, then fail loudly.
 PUBLISH_RETRY_POLICY = {
@@ -49,6 +53,7 @@ class MemoryClient:
 
     def __init__(self, broker_url: str | None = None, *, app: Celery | None = None) -> None:
         self.app = app or producer_app(broker_url)
+        self._ledger = get_redis(str(self.app.conf.broker_url))
 
     def emit(self, event: Event | Mapping[str, Any]) -> str:
         """Validate and enqueue one event at once; returns its event id."""
@@ -62,15 +67,18 @@ class MemoryClient:
         payloads = [event_payload(event) for event in parsed]
         if not payloads:
             return []
+        batch_id = str(uuid.uuid4())
         try:
+            ledger.record(self._ledger, batch_id, payloads)
             self.app.send_task(
                 INGEST_EVENTS,
                 args=[payloads],
+                task_id=batch_id,
                 queue=queue_for(INGEST_EVENTS),
                 retry=True,
                 retry_policy=PUBLISH_RETRY_POLICY,
             )
-        except OperationalError as exc:
+        except (OperationalError, redis.RedisError) as exc:
             raise EnqueueError(
                 f"broker unreachable, {len(payloads)} event(s) not enqueued: {exc}. "
                 "Check CONTINUUM_BROKER_URL / `continuum dev status`, then resend."

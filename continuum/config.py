@@ -75,14 +75,27 @@ class Settings(BaseSettings):
     unacked_restore_interval_s: float = 2.0
     max_deliveries: int = Field(default=5, ge=1, description="Deliveries before dead-lettering.")
     retry_backoff_max_s: int = 120
+    inflight_grace_s: float = Field(
+        default=360.0, ge=1, description="Unsettled event batches older than this are resent."
+    )
+
+    sync_home: Path | None = Field(default=None, description="Home to discover runtimes in.")
+    sync_roots: Annotated[list[Path], NoDecode] | None = Field(
+        default=None, description="Explicit OpenClaw roots (comma separated) instead of discovery."
+    )
+    sync_include_claude: bool = True
+    sync_include_codex: bool = True
+    sync_max_line_bytes: int = Field(default=8 * 1024 * 1024, ge=1024)
+    sync_workers: int = Field(default=2, ge=1)
+    sync_time_budget_s: float = Field(default=180.0, gt=0)
 
     flower_user: str = "admin"
     flower_password: str | None = None
     flower_port: int = 5555
 
-    @field_validator("namespaces", "private_namespaces", mode="before")
+    @field_validator("namespaces", "private_namespaces", "sync_roots", mode="before")
     @classmethod
-    def _split_namespaces(cls, value: object) -> object:
+    def _split_commas(cls, value: object) -> object:
         if isinstance(value, str):
             return [part.strip() for part in value.split(",") if part.strip()]
         return value

@@ -16,13 +16,14 @@ from continuum.queues import queue_for
 
 
 @lru_cache(maxsize=1)
-def _app() -> Celery:
+def producer() -> Celery:
+    """The process-wide publishing app."""
     return producer_app()
 
 
 def send(task_name: str, *args: Any) -> None:
     """Publish one task message to its queue (retrying while the broker restarts)."""
-    _app().send_task(
+    producer().send_task(
         task_name,
         args=list(args),
         queue=queue_for(task_name),

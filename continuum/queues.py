@@ -16,9 +16,11 @@ INGEST_EVENTS = "continuum.ingest_events"
 EMBED_PENDING = "continuum.embed_pending"
 EXTRACT_CHUNK = "continuum.extract_chunk"
 SYNC_TRANSCRIPTS = "continuum.sync_transcripts"
+RUN_MAINTENANCE = "continuum.run_maintenance"
 FINISH_SESSION = "continuum.finish_session"
 SWEEP_IDLE = "continuum.sweep_idle"
 NARRATIVE_APPEND = "continuum.narrative_append"
+REDELIVER_EVENTS = "continuum.redeliver_events"
 
 # Redis flag: an outbox run is queued and has not started yet.
 EMBED_SCHEDULED_KEY = "continuum:embed:scheduled"
@@ -31,6 +33,8 @@ TASK_QUEUES: dict[str, str] = {
     FINISH_SESSION: EXTRACT,
     SWEEP_IDLE: MAINTENANCE,
     NARRATIVE_APPEND: NARRATIVE,
+    RUN_MAINTENANCE: MAINTENANCE,
+    REDELIVER_EVENTS: MAINTENANCE,
 }
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 
 import redis
+from redis.backoff import ExponentialBackoff
+from redis.retry import Retry
 
 from continuum.config import get_settings
 
@@ -24,7 +26,13 @@ def get_redis(url: str | None = None) -> redis.Redis:
             socket_keepalive=True,
             socket_connect_timeout=5,
             socket_timeout=10,
-            retry_on_timeout=True,
+            retry=Retry(ExponentialBackoff(cap=2.0, base=0.05), 40),
+            retry_on_error=[redis.ConnectionError, redis.TimeoutError],
         )
         _clients[key] = client
     return client
+
+
+def get_broker_redis() -> redis.Redis:
+    """A client of the broker's Redis database (the in-flight ledger lives there)."""
+    return get_redis(get_settings().resolved_broker_url())

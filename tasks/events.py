@@ -5,9 +5,13 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from continuum.dispatch import send
+from continuum import ledger
+from continuum.client import MemoryClient
+from continuum.config import get_settings
+from continuum.dispatch import producer, send
 from continuum.ingest import ingest_batch
-from continuum.queues import FINISH_SESSION, INGEST_EVENTS
+from continuum.queues import FINISH_SESSION, INGEST_EVENTS, REDELIVER_EVENTS
+from continuum.redis_client import get_broker_redis
 from tasks.embed import schedule_embedding
 from workers.app import app
 from workers.base import ReliableTask
@@ -16,8 +20,17 @@ from workers.base import ReliableTask
 @app.task(name=INGEST_EVENTS, base=ReliableTask, bind=True)
 def ingest_events(self: ReliableTask, payloads: list[Any]) -> dict[str, Any]:
     result = ingest_batch(payloads, task_id=self.request.id)
+    ledger.settle(get_broker_redis(), self.request.id)
     if result.messages_inserted or result.memories_stored:
         schedule_embedding()
     for payload in result.finish:
         send(FINISH_SESSION, payload)
+    return asdict(result)
+
+
+@app.task(name=REDELIVER_EVENTS, base=ReliableTask, bind=True)
+def redeliver_events(self: ReliableTask) -> dict[str, Any]:
+    """Re-publish event batches that never reached a worker (see continuum.ledger)."""
+    client = MemoryClient(app=producer())
+    result = ledger.sweep(get_broker_redis(), client.emit_many, get_settings().inflight_grace_s)
     return asdict(result)

@@ -9,7 +9,8 @@ from continuum.config import get_settings
 from workers.config import celery_config
 
 app = Celery(
-    "continuum", include=["tasks.events", "tasks.embed", "tasks.extract", "tasks.sessions"]
+    "continuum",
+    include=["tasks.events", "tasks.embed", "tasks.extract", "tasks.sessions", "tasks.sync"],
 )
 app.config_from_object(celery_config(get_settings()))
 app.conf.beat_schedule = beat_schedule.BEAT_SCHEDULE

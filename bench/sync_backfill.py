@@ -1,0 +1,320 @@
+"""Backfill benchmark: transcript sync against two baselines on the same rows.
+
+Generates a deterministic OpenClaw corpus (default 900 sessions, ~170 messages each,
+with thinking blocks, tool calls and channel envelopes to parse), then measures on the
+embedded servers under `.continuum-bench/`, database `continuum_bench`:
+
+- sync:        `continuum.sync.sync(backfill=True)` end to end (discover, parse, COPY to
+               staging, INSERT … ON CONFLICT into `messages`, sessions, cursors);
+- row-by-row:  one `INSERT … ON CONFLICT DO NOTHING` per message into a copy of
+               `messages` (same indexes), one commit per session, on a subset of the
+               sessions; its rate is extrapolated to the corpus;
+- COPY:        the already parsed rows COPYed into a plain table with the same columns
+               and no index (the ceiling: no parsing, no index, no conflict check), and
+               into a table shaped like `messages` (its generated English tsvector and
+               indexes), which bounds any way into `messages`.
+
+Run: `.venv/bin/python -m bench.sync_backfill --sessions 900`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+BENCH_HOME = Path(".continuum-bench")
+BENCH_DATABASE = "continuum_bench"
+_VOCABULARY = (
+    "postgres redis celery worker queue memory session transcript sync cursor offset "
+    "backfill deadline launch pricing landing page logo wordmark dashboard dark mode "
+    "standup demo invoice budget roadmap milestone customer feedback release staging "
+    "password rotation migration index vector embedding recall summary decision prefer "
+    "always never tomorrow friday march april team design review bug fix test coverage"
+)
+WORDS = _VOCABULARY.split(" ")
+T0_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z
+
+
+def _iso(ms: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ms / 1000)) + f".{ms % 1000:03d}Z"
+
+
+def _text(rng: random.Random, low: int, high: int) -> str:
+    return " ".join(rng.choices(WORDS, k=rng.randint(low, high))).capitalize() + "."
+
+
+def _session_lines(rng: random.Random, index: int, messages: int) -> list[str]:
+    """One OpenClaw v3 transcript: header, model entries, then user/assistant turns."""
+    session_id = f"{rng.getrandbits(32):08x}-0000-4000-8000-{index:012d}"
+    at = T0_MS + index * 3_600_000
+    entries: list[dict[str, Any]] = [
+        {"type": "session", "version": 3, "id": session_id, "timestamp": _iso(at), "cwd": "/w"},
+        {
+            "type": "model_change",
+            "id": f"{rng.getrandbits(32):08x}",
+            "parentId": None,
+            "timestamp": _iso(at),
+            "provider": "anthropic",
+            "modelId": "claude-opus-4-6",
+        },
+    ]
+    parent = entries[-1]["id"]
+    for turn in range(messages):
+        at += rng.randint(2_000, 90_000)
+        entry_id = f"{rng.getrandbits(32):08x}"
+        if turn % 2 == 0:
+            text = _text(rng, 8, 60)
+            if turn % 6 == 0:
+                meta = {"message_id": str(turn), "sender": "Jason", "sender_id": "6013056728"}
+                text = (
+                    "Conversation info (untrusted metadata):\n```json\n"
+                    f"{json.dumps(meta)}\n```\n\n{text}"
+                )
+            message: dict[str, Any] = {
+                "role": "user",
+                "content": [{"type": "text", "text": text}],
+                "timestamp": at,
+            }
+        else:
+            content: list[dict[str, Any]] = [
+                {"type": "thinking", "thinking": _text(rng, 5, 30), "thinkingSignature": "sig"}
+            ]
+            if turn % 5 == 1:
+                content.append(
+                    {"type": "toolCall", "id": "t1", "name": "read", "arguments": {"path": "a"}}
+                )
+            content.append({"type": "text", "text": _text(rng, 10, 80)})
+            message = {
+                "role": "assistant",
+                "content": content,
+                "api": "anthropic-messages",
+                "provider": "anthropic",
+                "model": "claude-opus-4-6",
+                "usage": {"input": 3, "output": 90, "totalTokens": 93},
+                "stopReason": "stop",
+                "timestamp": at,
+            }
+        entries.append(
+            {
+                "type": "message",
+                "id": entry_id,
+                "parentId": parent,
+                "timestamp": _iso(at),
+                "message": message,
+            }
+        )
+        parent = entry_id
+    return [json.dumps(entry, separators=(",", ":")) for entry in entries]
+
+
+def generate_corpus(root: Path, sessions: int, messages: int, seed: int = 7) -> Path:
+    """Write `sessions` transcripts under `root/.openclaw-bench/agents/main/sessions`."""
+    rng = random.Random(seed)
+    directory = root / ".openclaw-bench" / "agents" / "main" / "sessions"
+    directory.mkdir(parents=True, exist_ok=True)
+    for index in range(sessions):
+        count = messages + rng.randint(-20, 20)
+        lines = _session_lines(rng, index, count)
+        session_id = json.loads(lines[0])["id"]
+        (directory / f"{session_id}.jsonl").write_text("\n".join(lines) + "\n")
+    return root
+
+
+def _start_servers() -> str:
+    """Embedded servers up, a fresh `continuum_bench` database migrated; env pointed at it."""
+    import psycopg
+
+    from continuum.embedded import EmbeddedServers
+
+    urls = EmbeddedServers(BENCH_HOME).up()
+    admin = urls["database_url"].replace("+psycopg", "")
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{BENCH_DATABASE}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{BENCH_DATABASE}"')
+    database_url = urls["database_url"].replace("/continuum?", f"/{BENCH_DATABASE}?")
+    os.environ["CONTINUUM_DATABASE_URL"] = database_url
+    os.environ["CONTINUUM_REDIS_URL"] = urls["redis_url"]
+    os.environ["CONTINUUM_BROKER_URL"] = urls["broker_url"]
+    from continuum.config import get_settings
+
+    get_settings.cache_clear()
+    from continuum.db import migrate
+
+    migrate.upgrade(database_url)
+    return database_url
+
+
+def _parsed_rows(home: Path) -> list[list[tuple[Any, ...]]]:
+    """The rows the sync writes, per session, parsed once for the baselines."""
+    from continuum.sync.engine import namespace_for
+    from continuum.sync.sources import session_facts
+    from continuum.sync.writer import message_rows
+    from continuum.transcripts import discover, parser_for, read_complete_lines
+
+    sessions = []
+    for source in discover(None, home, False, False).sources:
+        parser = parser_for(source)
+        result = parser.feed(read_complete_lines(source.path))
+        facts = session_facts(
+            source, namespace_for(source.instance), parser.context, source.channel
+        )
+        sessions.append(message_rows(facts, result.messages, {}))
+    return sessions
+
+
+def _row_by_row(dsn: str, sessions: list[list[tuple[Any, ...]]], budget_s: float) -> dict[str, Any]:
+    import psycopg
+
+    from continuum.sync.writer import COLUMNS
+
+    columns = ", ".join(COLUMNS)
+    placeholders = ", ".join(["%s"] * len(COLUMNS))
+    statement = (
+        f"INSERT INTO bench_row_by_row ({columns}) VALUES ({placeholders}) "
+        "ON CONFLICT (namespace, session_id, message_id) DO NOTHING"
+    )
+    rows = 0
+    started = time.perf_counter()
+    with psycopg.connect(dsn) as conn:
+        conn.execute("CREATE TABLE bench_row_by_row (LIKE messages INCLUDING ALL)")
+        conn.commit()
+        for session in sessions:
+            with conn.transaction():
+                for row in session:
+                    conn.execute(statement, row)
+            rows += len(session)
+            if time.perf_counter() - started > budget_s:
+                break
+    seconds = time.perf_counter() - started
+    return {"rows": rows, "seconds": seconds, "rate": rows / seconds}
+
+
+PLAIN_TABLE = (
+    "CREATE TABLE {} (namespace text, session_id text, message_id text, parent_id text,"
+    " role text, content text, channel text, sender text, source text,"
+    " created_at timestamptz, details jsonb)"
+)
+MESSAGES_SHAPED_TABLE = "CREATE TABLE {} (LIKE messages INCLUDING ALL)"
+
+
+def _copy(dsn: str, sessions: list[list[tuple[Any, ...]]], table: str, ddl: str) -> dict[str, Any]:
+    import psycopg
+
+    from continuum.sync.writer import COLUMNS
+
+    columns = ", ".join(COLUMNS)
+    rows = 0
+    with psycopg.connect(dsn) as conn:
+        conn.execute(ddl.format(table))
+        conn.commit()
+        started = time.perf_counter()
+        with conn.cursor() as cur, cur.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
+            for session in sessions:
+                for row in session:
+                    copy.write_row(row)
+                rows += len(session)
+        conn.commit()
+        seconds = time.perf_counter() - started
+    return {"rows": rows, "seconds": seconds, "rate": rows / seconds}
+
+
+def run(sessions: int = 900, messages: int = 170, row_budget_s: float = 20.0) -> dict[str, Any]:
+    """Generate the corpus, measure the three ways in, print a table, return the figures."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    database_url = _start_servers()
+    dsn = database_url.replace("+psycopg", "")
+    from continuum.sync import sync
+
+    work = Path(tempfile.mkdtemp(prefix="continuum-bench-"))
+    try:
+        started = time.perf_counter()
+        home = generate_corpus(work, sessions, messages)
+        console.print(f"corpus: {sessions} sessions in {time.perf_counter() - started:.1f}s")
+        summary = sync(
+            home, backfill=True, feed_capture=False, include_claude=False, include_codex=False
+        )
+        parse_started = time.perf_counter()
+        parsed = _parsed_rows(home)
+        parse_seconds = time.perf_counter() - parse_started
+        copy = _copy(dsn, parsed, "bench_copy", PLAIN_TABLE)
+        shaped = _copy(dsn, parsed, "bench_copy_shaped", MESSAGES_SHAPED_TABLE)
+        row = _row_by_row(dsn, parsed, row_budget_s)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    total = sum(len(rows) for rows in parsed)
+    result = {
+        "sessions": sessions,
+        "messages": summary.messages_inserted,
+        "sync": {"seconds": summary.seconds, "rate": summary.rate},
+        "parse_only": {"seconds": parse_seconds, "rate": total / parse_seconds},
+        "copy_ceiling": copy,
+        "copy_messages_shaped": shaped,
+        "row_by_row": {**row, "extrapolated_seconds": total / row["rate"]},
+        "speedup_vs_row_by_row": summary.rate / row["rate"],
+        "fraction_of_copy": summary.rate / copy["rate"],
+        "fraction_of_shaped_copy": summary.rate / shaped["rate"],
+    }
+    table = Table("path", "rows", "seconds", "messages/s", title="Transcript backfill")
+    table.add_row(
+        "sync (parse + COPY + INSERT … ON CONFLICT)",
+        f"{summary.messages_inserted:,}",
+        f"{summary.seconds:.2f}",
+        f"{summary.rate:,.0f}",
+    )
+    table.add_row(
+        "parse only (no database)",
+        f"{total:,}",
+        f"{parse_seconds:.2f}",
+        f"{total / parse_seconds:,.0f}",
+    )
+    table.add_row(
+        "COPY of parsed rows into a plain table (ceiling)",
+        f"{copy['rows']:,}",
+        f"{copy['seconds']:.2f}",
+        f"{copy['rate']:,.0f}",
+    )
+    table.add_row(
+        "COPY of parsed rows into a messages-shaped table (tsvector + indexes)",
+        f"{shaped['rows']:,}",
+        f"{shaped['seconds']:.2f}",
+        f"{shaped['rate']:,.0f}",
+    )
+    table.add_row(
+        f"row-by-row INSERT ({row['rows']:,} rows measured, extrapolated)",
+        f"{total:,}",
+        f"{total / row['rate']:.2f}",
+        f"{row['rate']:,.0f}",
+    )
+    console.print(table)
+    console.print(
+        f"sync = {result['speedup_vs_row_by_row']:.1f}× row-by-row, "
+        f"{result['fraction_of_copy']:.0%} of the plain COPY ceiling, "
+        f"{result['fraction_of_shaped_copy']:.0%} of COPY into a messages-shaped table"
+    )
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sessions", type=int, default=900)
+    parser.add_argument("--messages", type=int, default=170, help="per session (±20)")
+    parser.add_argument("--row-budget", type=float, default=20.0, help="row-by-row seconds")
+    parser.add_argument("--json", action="store_true", help="also print the figures as JSON")
+    args = parser.parse_args()
+    result = run(args.sessions, args.messages, args.row_budget)
+    if args.json:
+        print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,292 @@
+"""`sync()`: discover every transcript source and bring the database up to date with it.
+
+One run at a time per deployment (a Redis lock; a run that finds it held returns at once
+with `locked=True`), and per-source advisory locks in Postgres in case that lock expires.
+Bad input never stops a run: each problem is counted by kind in the `SyncSummary`, good
+lines are kept, and a source that cannot be read is retried on the next run.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import sqlite3
+import time
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+import redis
+from redis.lock import Lock
+from sqlalchemy.exc import DBAPIError, StatementError
+
+from continuum.config import get_settings
+from continuum.db.engine import session_scope
+from continuum.redis_client import get_redis
+from continuum.sync import cursors
+from continuum.sync.capture import feed_capture
+from continuum.sync.sources import Options, Outcome, SourceReport, sync_jsonl, sync_store
+from continuum.sync.summary import SyncProgress, SyncSummary
+from continuum.sync.views import ensure_views
+from continuum.transcripts import StoreLayoutError, TranscriptSource, TranscriptVanished, discover
+from continuum.transcripts.lines import DEFAULT_MAX_LINE_BYTES
+
+log = logging.getLogger(__name__)
+
+LOCK_NAME = "continuum:sync"
+LOCK_TIMEOUT_S = 600
+DEFAULT_BATCH_LINES = 5_000
+DEADLOCK_ATTEMPTS = 3
+DEFAULT_WORKERS = 2
+_NAMESPACE_UNSAFE = re.compile(r"[^a-z0-9_.-]+")
+
+ProgressCallback = Callable[[SyncProgress], None]
+
+
+def namespace_for(instance: str) -> str:
+    """The tenant name of an instance: `My Team` → `my-team` (a valid namespace)."""
+    name = _NAMESPACE_UNSAFE.sub("-", instance.lower()).strip("-._")[:64]
+    return name or "default"
+
+
+def _take_lock(timeout_s: int, summary: SyncSummary) -> Lock | None:
+    """The run lock. Sets `summary.locked` if another run has it; None if Redis is
+    unreachable (the run goes ahead on the per-source locks alone)."""
+    lock = get_redis().lock(LOCK_NAME, timeout=timeout_s, blocking=False)
+    try:
+        summary.locked = not lock.acquire()
+    except redis.RedisError as exc:
+        log.warning("sync lock unavailable, relying on per-source locks: %s", exc)
+        summary.record_error("lock_unavailable", LOCK_NAME, str(exc))
+        return None
+    return lock
+
+
+def _rollback_conflict(exc: BaseException) -> bool:
+    """A deadlock or serialization failure: the transaction is safe to run again."""
+    orig = exc.orig if isinstance(exc, DBAPIError) else exc
+    return isinstance(orig, psycopg.errors.DeadlockDetected | psycopg.errors.SerializationFailure)
+
+
+def _bad_data(exc: BaseException) -> bool:
+    """A statement refused for its data (not a connection fault): skip the source."""
+    orig = exc.orig if isinstance(exc, DBAPIError) else exc
+    return isinstance(orig, psycopg.DataError | psycopg.IntegrityError | psycopg.ProgrammingError)
+
+
+@dataclass(frozen=True)
+class _Problem:
+    kind: str
+    detail: str
+    failed: bool = True
+
+
+def _read_source(
+    options: Options, source: TranscriptSource, namespace: str, known: cursors.Cursor | None
+) -> tuple[SourceReport, _Problem | None]:
+    """Sync one source (in a worker thread); input problems are returned, never raised."""
+    report = SourceReport()
+    handler = sync_store if source.kind == "openclaw_sqlite" else sync_jsonl
+    for attempt in range(1, DEADLOCK_ATTEMPTS + 1):
+        try:
+            handler(options, source, namespace, known, report)
+            return report, None
+        except (TranscriptVanished, FileNotFoundError) as exc:
+            return report, _Problem("vanished", str(exc), failed=False)
+        except StoreLayoutError as exc:
+            return report, _Problem("store_layout", str(exc))
+        except sqlite3.Error as exc:
+            return report, _Problem("store_error", str(exc))
+        except OSError as exc:
+            return report, _Problem("unreadable_file", exc.strerror or str(exc))
+        except (DBAPIError, psycopg.Error) as exc:
+            if _rollback_conflict(exc) and attempt < DEADLOCK_ATTEMPTS:
+                continue
+            if not (_bad_data(exc) or _rollback_conflict(exc)):
+                raise  # the database itself is in trouble: the caller retries the run
+            return report, _Problem("db_error", str(exc).splitlines()[0])
+        except StatementError as exc:
+            return report, _Problem("db_error", str(exc).splitlines()[0])
+    raise AssertionError("unreachable")
+
+
+class _Engine:
+    """Accounting of a run (main thread only): summary, capture feed, lock renewal."""
+
+    def __init__(
+        self, summary: SyncSummary, feed: bool, lock: Lock | None, lock_timeout_s: int
+    ) -> None:
+        self.summary = summary
+        self.feed = feed
+        self.lock = lock
+        self.lock_timeout_s = lock_timeout_s
+        self.lock_renewed = time.monotonic()
+        self.sessions: set[tuple[str, str]] = set()
+
+    def renew_lock(self) -> None:
+        if self.lock is None or time.monotonic() - self.lock_renewed < self.lock_timeout_s / 3:
+            return
+        try:
+            self.lock.extend(self.lock_timeout_s, replace_ttl=True)
+            self.lock_renewed = time.monotonic()
+        except redis.RedisError as exc:  # includes LockError: per-source locks still hold
+            log.warning("could not renew the sync lock: %s", exc)
+
+    def account(
+        self, path: Path, namespace: str, report: SourceReport, problem: _Problem | None
+    ) -> None:
+        """Count what one source did and feed capture with its new messages."""
+        summary = self.summary
+        summary.files_seen += 1
+        summary.files_restarted += report.restarted
+        summary.partial_lines += report.partial_tail
+        if problem is not None:
+            summary.record_error(problem.kind, path, problem.detail)
+        if problem is not None and problem.failed:
+            summary.files_failed += 1
+        elif report.read:
+            summary.files_read += 1
+        else:
+            summary.files_skipped += 1
+        for outcome in report.outcomes:
+            self._batch(path, namespace, outcome)
+
+    def _batch(self, path: Path, namespace: str, outcome: Outcome) -> None:
+        summary = self.summary
+        summary.messages_parsed += outcome.parsed
+        summary.messages_inserted += len(outcome.inserted)
+        summary.duplicates += outcome.parsed - len(outcome.inserted)
+        summary.cron_reports += outcome.cron_reports
+        summary.skipped_entries.update(outcome.skipped)
+        for error in outcome.errors:
+            summary.record_error(error.kind, path, error.detail, error.offset)
+        self.sessions.update((namespace, m.session_id) for m in outcome.inserted)
+        summary.sessions = len(self.sessions)
+        if not (self.feed and outcome.inserted):
+            return
+        try:
+            summary.chunks_dispatched += feed_capture(namespace, outcome.inserted)
+        except Exception as exc:  # rows are committed; a broker fault must not stop the sync
+            log.warning("capture feed for %s failed: %s", path, exc)
+            summary.record_error("capture_dispatch", path, str(exc))
+
+
+def _allowed(namespace: str, path: Path, summary: SyncSummary) -> bool:
+    try:
+        get_settings().check_namespace(namespace)
+    except ValueError as exc:
+        summary.record_error("namespace_not_allowed", path, str(exc))
+        return False
+    return True
+
+
+def sync(
+    home: Path | None = None,
+    *,
+    roots: list[Path] | None = None,
+    instance: str | None = None,
+    backfill: bool = False,
+    progress: ProgressCallback | None = None,
+    feed_capture: bool = True,
+    include_claude: bool = True,
+    include_codex: bool = True,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    batch_lines: int = DEFAULT_BATCH_LINES,
+    time_budget_s: float | None = None,
+    workers: int = DEFAULT_WORKERS,
+    lock_timeout_s: int = LOCK_TIMEOUT_S,
+) -> SyncSummary:
+    """Sync every transcript source under `home` (default: the user's home directory).
+
+    `roots` overrides the OpenClaw instance directories (default `home/.openclaw*`);
+    `instance` limits the run to one namespace; `backfill` ignores stored cursors and
+    re-reads every source from the start (idempotent: only missing rows are added);
+    `feed_capture` sends new messages to capture in chunks; `time_budget_s` stops between
+    sources once spent (`incomplete=True`, the next run continues); `workers` sources
+    are read at once, each on its own connection.
+    """
+    started = time.monotonic()
+    summary = SyncSummary()
+    lock = _take_lock(lock_timeout_s, summary)
+    if summary.locked:
+        return summary
+    try:
+        options = Options(backfill, max_line_bytes, batch_lines)
+        engine = _Engine(summary, feed_capture, lock, lock_timeout_s)
+        sources = _select(
+            engine.summary, home or Path.home(), roots, instance, include_claude, include_codex
+        )
+        deadline = None if time_budget_s is None else started + time_budget_s
+        _run(engine, options, sources, workers, deadline, progress)
+    finally:
+        if lock is not None:
+            try:
+                lock.release()
+            except redis.RedisError as exc:  # expired or Redis gone: nothing to release
+                log.warning("could not release the sync lock: %s", exc)
+        summary.seconds = time.monotonic() - started
+    return summary
+
+
+def _select(
+    summary: SyncSummary,
+    home: Path,
+    roots: list[Path] | None,
+    instance: str | None,
+    include_claude: bool,
+    include_codex: bool,
+) -> list[tuple[TranscriptSource, str, cursors.Cursor | None]]:
+    """Discover the sources to sync, ensure their instances' views, attach known cursors."""
+    found = discover(roots, home, include_claude, include_codex)
+    for error in found.errors:
+        summary.record_error("unreadable_dir", error.path, error.detail)
+    selected = [
+        (source, namespace_for(source.instance))
+        for source in found.sources
+        if instance is None or namespace_for(source.instance) == instance
+    ]
+    selected = [(s, ns) for s, ns in selected if _allowed(ns, s.path, summary)]
+    summary.instances = sorted({ns for _, ns in selected})
+    with session_scope() as db:
+        summary.views_created = ensure_views(db, summary.instances)
+        known = cursors.load_all(db)
+    return [(source, ns, known.get(str(source.path))) for source, ns in selected]
+
+
+def _run(
+    engine: _Engine,
+    options: Options,
+    sources: list[tuple[TranscriptSource, str, cursors.Cursor | None]],
+    workers: int,
+    deadline: float | None,
+    progress: ProgressCallback | None,
+) -> None:
+    """Read sources on `workers` threads (parsing overlaps database time), account in order."""
+    pending: deque[tuple[Future[tuple[SourceReport, _Problem | None]], Path, str]] = deque()
+
+    def settle_oldest() -> None:
+        future, path, namespace = pending.popleft()
+        engine.account(path, namespace, *future.result())
+        engine.renew_lock()
+        if progress is not None:
+            done = engine.summary.files_seen
+            progress(SyncProgress(done, len(sources), path, engine.summary))
+
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sync") as pool:
+        try:
+            for source, namespace, known in sources:
+                if deadline is not None and time.monotonic() > deadline:
+                    engine.summary.incomplete = True
+                    break
+                future = pool.submit(_read_source, options, source, namespace, known)
+                pending.append((future, source.path, namespace))
+                if len(pending) > 2 * workers:
+                    settle_oldest()
+            while pending:
+                settle_oldest()
+        except BaseException:
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise

@@ -1,0 +1,252 @@
+"""Reading one transcript source into the database, one transaction per batch.
+
+Each transaction takes the source's advisory lock, re-reads its committed cursor, reads
+the next batch of complete lines (JSONL, by byte offset) or events (SQLite, by seq),
+parses it with the restored `SessionContext`, writes messages, session row, compactions
+and cron report, and moves the cursor — all or nothing (R75). Counting and the capture
+feed happen only after the commit.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from continuum.db.engine import session_scope
+from continuum.sync import cursors
+from continuum.sync.cron import upsert_report
+from continuum.sync.cursors import Cursor, CursorOwner, FileStat
+from continuum.sync.writer import (
+    InsertedMessage,
+    SessionFacts,
+    add_compactions,
+    insert_messages,
+    message_rows,
+    upsert_session,
+)
+from continuum.transcripts import (
+    OpenClawParser,
+    ParseError,
+    ParseResult,
+    SessionContext,
+    TranscriptSource,
+    load_sessions_index,
+    parser_for,
+    read_complete_lines,
+)
+from continuum.transcripts.openclaw_sqlite import parse_events, read_events, session_heads
+
+SOURCE_LABELS = {
+    "openclaw_jsonl": "openclaw",
+    "openclaw_sqlite": "openclaw",
+    "claude_code": "claude-code",
+    "codex": "codex",
+}
+
+
+@dataclass
+class Outcome:
+    """What one committed batch did."""
+
+    parsed: int = 0
+    inserted: list[InsertedMessage] = field(default_factory=list)
+    cron_reports: int = 0
+    errors: list[ParseError] = field(default_factory=list)
+    skipped: Counter[str] = field(default_factory=Counter)
+
+
+@dataclass
+class SourceReport:
+    """What syncing one source did; batches already committed stay listed on failure."""
+
+    read: bool = False
+    restarted: int = 0
+    partial_tail: bool = False
+    outcomes: list[Outcome] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Options:
+    """How sources are read: `backfill` ignores cursors and starts every source at 0."""
+
+    backfill: bool = False
+    max_line_bytes: int = 8 * 1024 * 1024
+    batch_lines: int = 5_000
+
+
+def session_facts(
+    source: TranscriptSource, namespace: str, context: SessionContext, channel: str | None
+) -> SessionFacts:
+    label = f"cron:{context.cron.slug}" if context.cron else SOURCE_LABELS[source.kind]
+    details = {"cwd": context.cwd, "agent_id": source.agent_id}
+    return SessionFacts(
+        namespace=namespace,
+        session_id=context.session_id or source.session_id or "",
+        source=label,
+        channel=channel or context.channel,
+        model=context.model,
+        started_at=context.started_at or context.first_entry_at,
+        last_activity_at=context.last_entry_at,
+        ended_at=context.last_entry_at if source.archived else None,
+        details={key: value for key, value in details.items() if value},
+    )
+
+
+def apply_batch(
+    db: Any,
+    source: TranscriptSource,
+    namespace: str,
+    channel: str | None,
+    result: ParseResult,
+    context: SessionContext,
+) -> Outcome:
+    """Write one parsed batch (in the caller's transaction)."""
+    facts = session_facts(source, namespace, context, channel)
+    extra = {"topic_id": source.topic_id} if source.topic_id else {}
+    inserted = insert_messages(db, message_rows(facts, result.messages, extra))
+    upsert_session(db, facts, len(inserted))
+    add_compactions(db, namespace, facts.session_id, result.compactions)
+    outcome = Outcome(
+        parsed=len(result.messages),
+        inserted=inserted,
+        errors=list(result.errors),
+        skipped=Counter(result.skipped),
+    )
+    report = result.cron_report
+    if report is not None:
+        times = {m.message_id: m.created_at for m in result.messages}
+        event_at = times.get(report.message_id)  # None: the report came in an earlier batch
+        if event_at is not None and upsert_report(
+            db, namespace, facts.session_id, report, event_at
+        ):
+            outcome.cron_reports = 1
+    return outcome
+
+
+def _owner(source: TranscriptSource, namespace: str, session_id: str | None) -> CursorOwner:
+    return CursorOwner(namespace, source.kind, session_id, source.archived)
+
+
+def _resume_at(cursor: Cursor, path: Path, stat: FileStat) -> tuple[int, SessionContext | None]:
+    """Where to resume a JSONL file: the cursor, or 0 for a new, rewritten or shrunk file."""
+    if cursor.byte_offset == 0 or not cursor.same_file(path, stat):
+        return 0, None
+    context = cursor.context()
+    return (cursor.byte_offset, context) if context is not None else (0, None)
+
+
+def sync_jsonl(
+    options: Options,
+    source: TranscriptSource,
+    namespace: str,
+    known: Cursor | None,
+    report: SourceReport,
+) -> None:
+    """Read a JSONL transcript from its cursor (`report.read` stays False if unchanged)."""
+    key, path = str(source.path), source.path
+    stat = FileStat.of(path)
+    if not options.backfill and known is not None and known.unchanged(stat):
+        return
+    first = True
+    while True:
+        with session_scope() as db:
+            cursor = cursors.lock_and_load(db, key)
+            if first and not options.backfill and cursor.unchanged(stat):
+                return  # another run read it meanwhile
+            if first and options.backfill:
+                offset, context = 0, None
+            else:
+                offset, context = _resume_at(cursor, path, stat)
+                report.restarted += offset == 0 and cursor.byte_offset > 0
+            batch = read_complete_lines(
+                path, offset, options.max_line_bytes, max_lines=options.batch_lines
+            )
+            parser = parser_for(source, context)
+            result = parser.feed(batch)
+            outcome = apply_batch(db, source, namespace, source.channel, result, parser.context)
+            head = min(batch.next_offset, cursors.HEAD_BYTES)
+            cursor.byte_offset = batch.next_offset
+            cursor.details = {
+                "context": parser.context.model_dump(mode="json"),
+                "head": {"length": head, "digest": cursors.head_digest(path, head)},
+            }
+            cursors.save(db, cursor, _owner(source, namespace, parser.context.session_id), stat)
+        report.read = True
+        report.outcomes.append(outcome)
+        first = False
+        if batch.next_offset >= stat.size or batch.next_offset == offset:
+            report.partial_tail = batch.partial_tail
+            return
+
+
+def wal_state(path: Path) -> list[float] | None:
+    """Size and mtime of the store's write-ahead log (new rows may sit only there)."""
+    try:
+        stat = os.stat(f"{path}-wal")
+    except FileNotFoundError:
+        return None
+    return [stat.st_size, stat.st_mtime]
+
+
+def sync_store(
+    options: Options,
+    source: TranscriptSource,
+    namespace: str,
+    known: Cursor | None,
+    report: SourceReport,
+) -> None:
+    """Read every session of an OpenClaw SQLite store from its seq."""
+    key, path = str(source.path), source.path
+    stat, wal = FileStat.of(path), wal_state(path)
+    if not options.backfill and known is not None and known.unchanged(stat, wal):
+        return
+    channels = load_sessions_index(path.parent.parent / "sessions")
+    for session_id, head in sorted(session_heads(path).items()):
+        entry = channels.get(session_id)
+        unit = _StoreSession(source, namespace, session_id, head, entry.channel if entry else None)
+        unit.sync(options, report)
+    with session_scope() as db:
+        cursor = cursors.lock_and_load(db, key)
+        cursor.details = {"extra": wal}
+        cursors.save(db, cursor, _owner(source, namespace, None), stat)
+    report.read = True
+
+
+@dataclass(frozen=True)
+class _StoreSession:
+    source: TranscriptSource
+    namespace: str
+    session_id: str
+    head: int
+    channel: str | None
+
+    def sync(self, options: Options, report: SourceReport) -> None:
+        """Read the session's events after its cursor's seq, a batch per transaction."""
+        key, fresh = f"{self.source.path}#{self.session_id}", options.backfill
+        while True:
+            with session_scope() as db:
+                cursor = cursors.lock_and_load(db, key)
+                context = None if fresh or cursor.seq > self.head else cursor.context()
+                report.restarted += context is None and cursor.seq > 0 and not fresh
+                after = cursor.seq if context is not None else 0
+                if after >= self.head:
+                    return
+                events = read_events(self.source.path, self.session_id, after, options.batch_lines)
+                if not events:
+                    return
+                parser = OpenClawParser(context or SessionContext(session_id=self.session_id))
+                result = parse_events(parser, events)
+                outcome = apply_batch(
+                    db, self.source, self.namespace, self.channel, result, parser.context
+                )
+                cursor.seq = events[-1].seq
+                cursor.details = {"context": parser.context.model_dump(mode="json")}
+                owner = _owner(self.source, self.namespace, self.session_id)
+                cursors.save(db, cursor, owner, None)
+            report.outcomes.append(outcome)
+            fresh = False
+            if cursor.seq >= self.head:
+                return

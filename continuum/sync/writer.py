@@ -1,0 +1,188 @@
+"""The bulk writer: parsed transcript messages and their session rows into Postgres.
+
+Messages go through one path for backfill and incremental sync alike: COPY into a
+temporary staging table, then `INSERT … SELECT … ON CONFLICT DO NOTHING RETURNING`, so a
+batch costs two statements whatever its size and only rows really inserted come back
+(they drive `message_count` and the capture feed). Rows are inserted in key order, so two
+transactions writing overlapping batches (a live file and its archived copy) wait on each
+other instead of deadlocking. Everything runs in the caller's transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import psycopg
+from sqlalchemy import case, func, select, update
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.orm import Session as DbSession
+
+from continuum.db.models import Session
+from continuum.sync.clean import clean_json, clean_text, json_text
+from continuum.transcripts import Compaction, TranscriptMessage
+
+STAGE = "continuum_sync_stage"
+COLUMNS = (
+    "namespace",
+    "session_id",
+    "message_id",
+    "parent_id",
+    "role",
+    "content",
+    "channel",
+    "sender",
+    "source",
+    "created_at",
+    "details",
+)
+_COLUMN_LIST = ", ".join(COLUMNS)
+CREATE_STAGE = (
+    f"CREATE TEMP TABLE IF NOT EXISTS {STAGE} ("
+    "namespace text, session_id text, message_id text, parent_id text, role text,"
+    " content text, channel text, sender text, source text, created_at timestamptz,"
+    " details jsonb) ON COMMIT DELETE ROWS"
+)
+COPY_STAGE = f"COPY {STAGE} ({_COLUMN_LIST}) FROM STDIN"
+INSERT_FROM_STAGE = (
+    f"WITH staged AS (DELETE FROM {STAGE} RETURNING *) "
+    f"INSERT INTO messages ({_COLUMN_LIST}) "
+    f"SELECT {_COLUMN_LIST} FROM staged ORDER BY namespace, session_id, message_id "
+    "ON CONFLICT (namespace, session_id, message_id) DO NOTHING "
+    "RETURNING session_id, message_id, created_at"
+)
+
+Row = tuple[Any, ...]
+
+
+def _optional(value: str | None) -> str | None:
+    return clean_text(value) if value is not None else None
+
+
+@dataclass(frozen=True)
+class SessionFacts:
+    """What a batch says about its session; `ended_at` is set for archived (closed) files."""
+
+    namespace: str
+    session_id: str
+    source: str
+    channel: str | None = None
+    model: str | None = None
+    started_at: datetime | None = None
+    last_activity_at: datetime | None = None
+    ended_at: datetime | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+def message_rows(
+    facts: SessionFacts, messages: Iterable[TranscriptMessage], extra: dict[str, Any]
+) -> list[Row]:
+    """Staging rows for `messages`; `extra` is merged into every row's details."""
+    rows: list[Row] = []
+    for message in messages:
+        details = {**message.metadata, **extra}
+        if message.model:
+            details["model"] = message.model
+        if message.has_image:
+            details["has_image"] = True
+        rows.append(
+            (
+                facts.namespace,
+                facts.session_id,
+                clean_text(message.message_id),
+                _optional(message.parent_id),
+                message.role,
+                clean_text(message.content),
+                _optional(message.channel) or facts.channel,
+                _optional(message.sender),
+                facts.source,
+                message.created_at,
+                json_text(details),
+            )
+        )
+    return rows
+
+
+@dataclass(frozen=True)
+class InsertedMessage:
+    """A message row that did not exist before this batch."""
+
+    session_id: str
+    message_id: str
+    created_at: datetime
+
+
+def driver_connection(db: DbSession) -> psycopg.Connection[Any]:
+    """The psycopg connection under the session's transaction (for COPY and raw SQL)."""
+    raw = db.connection().connection.driver_connection
+    assert isinstance(raw, psycopg.Connection)
+    return raw
+
+
+def insert_messages(db: DbSession, rows: Sequence[Row]) -> list[InsertedMessage]:
+    """COPY `rows` to the staging table and insert the new ones into `messages`."""
+    if not rows:
+        return []
+    with driver_connection(db).cursor() as cur:
+        cur.execute(CREATE_STAGE)
+        with cur.copy(COPY_STAGE) as copy:
+            for row in rows:
+                copy.write_row(row)
+        cur.execute(INSERT_FROM_STAGE)
+        return [InsertedMessage(*row) for row in cur.fetchall()]
+
+
+def upsert_session(db: DbSession, facts: SessionFacts, inserted: int) -> None:
+    """Create or widen the session row; `message_count` grows by rows really inserted."""
+    values: dict[str, Any] = {
+        "namespace": facts.namespace,
+        "session_id": facts.session_id,
+        "channel": facts.channel,
+        "source": facts.source,
+        "model": facts.model,
+        "started_at": facts.started_at,
+        "last_activity_at": facts.last_activity_at,
+        "message_count": inserted,
+        "details": facts.details,
+    }
+    if facts.ended_at is not None:
+        values.update(status="ended", ended_at=facts.ended_at, end_reason="archived")
+    stmt = insert(Session).values(values)
+    new = stmt.excluded
+    changes: dict[str, Any] = {
+        "channel": func.coalesce(Session.channel, new.channel),
+        "source": case((new.source.like("cron:%"), new.source), else_=Session.source),
+        "model": func.coalesce(new.model, Session.model),
+        "started_at": func.least(Session.started_at, new.started_at),
+        "last_activity_at": func.greatest(Session.last_activity_at, new.last_activity_at),
+        "message_count": Session.message_count + inserted,
+        "details": Session.details.op("||")(new.details),
+    }
+    if facts.ended_at is not None:
+        changes.update(
+            status="ended",
+            ended_at=func.greatest(Session.ended_at, new.ended_at),
+            end_reason=func.coalesce(Session.end_reason, new.end_reason),
+        )
+    db.execute(stmt.on_conflict_do_update(index_elements=["namespace", "session_id"], set_=changes))
+
+
+def add_compactions(
+    db: DbSession, namespace: str, session_id: str, compactions: list[Compaction]
+) -> int:
+    """Append compaction summaries to `sessions.details.compactions` (once per id)."""
+    if not compactions:
+        return 0
+    where = (Session.namespace == namespace, Session.session_id == session_id)
+    details = dict(db.scalar(select(Session.details).where(*where).with_for_update()) or {})
+    stored: list[dict[str, Any]] = list(details.get("compactions", []))
+    known = {item.get("compaction_id") for item in stored}
+    new = [
+        clean_json(c.model_dump(mode="json")) for c in compactions if c.compaction_id not in known
+    ]
+    if new:
+        details["compactions"] = stored + new
+        db.execute(update(Session).where(*where).values(details=details))
+    return len(new)
