@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from continuum.config import get_settings
 from continuum.outbox import embed_pending
 from continuum.queues import EMBED_PENDING, EMBED_SCHEDULED_KEY
 from continuum.redis_client import get_redis
@@ -24,6 +25,8 @@ def embed_pending_task(self: ReliableTask) -> dict[str, Any]:
 
 
 def schedule_embedding() -> None:
-    """Queue one outbox run unless one is already waiting."""
+    """Queue one outbox run unless one is already waiting (or embeddings are off)."""
+    if get_settings().embedding_provider == "none":
+        return
     if get_redis().set(EMBED_SCHEDULED_KEY, "1", nx=True, ex=60):
         embed_pending_task.apply_async()
