@@ -85,7 +85,10 @@ def worker(celery_app: Any) -> Iterator[Any]:
     """A real Celery worker (solo pool, own thread) consuming every queue on the real broker."""
     from celery.contrib.testing.worker import start_worker
 
+    from continuum.embedding import get_embedder
     from continuum.queues import ALL_QUEUES
+
+    get_embedder()  # load the model once, up front, not inside the first test's deadline
 
     with start_worker(
         celery_app,

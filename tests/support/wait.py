@@ -9,7 +9,7 @@ from typing import TypeVar
 T = TypeVar("T")
 
 
-def wait_for(check: Callable[[], T], timeout: float = 20.0, interval: float = 0.05) -> T:
+def wait_for(check: Callable[[], T], timeout: float = 60.0, interval: float = 0.05) -> T:
     """Call `check` until it returns something truthy; fail with its last value on timeout."""
     deadline = time.monotonic() + timeout
     while True:
