@@ -58,7 +58,7 @@ class LocalEmbedder:
         self.model_name = model_name
         self.batch_size = batch_size
         self._model = SentenceTransformer(source, device="cpu")
-        self.dim = int(self._model.get_embedding_dimension())
+        self.dim = int(self._model.get_embedding_dimension() or 0)
         self._lock = threading.Lock()  # the model is not safe to call from two threads
 
     def embed(self, texts: list[str]) -> list[list[float]]:

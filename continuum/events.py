@@ -41,7 +41,7 @@ class EventBase(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=False)
 
-    schema_version: Literal[1] = SCHEMA_VERSION
+    schema_version: Literal[1] = 1
     event_id: uuid.UUID = Field(default_factory=uuid.uuid4)
     namespace: str
     session_id: Identifier

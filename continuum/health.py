@@ -10,6 +10,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from continuum.config import ConfigError, get_settings
 from continuum.db.engine import get_engine
+from continuum.redis_client import SyncRedis
 
 
 @dataclass(frozen=True)
@@ -36,7 +37,8 @@ def _postgres() -> Check:
 def _redis(name: str, url_of: str) -> Check:
     try:
         url = getattr(get_settings(), url_of)()
-        info = redis.Redis.from_url(url, socket_connect_timeout=2).info("server")
+        client: SyncRedis = redis.Redis.from_url(url, socket_connect_timeout=2)
+        info = client.info("server")
     except (redis.RedisError, ConfigError) as exc:
         return Check(name, False, str(exc))
     return Check(name, True, f"Redis {info['redis_version']} at {url}")

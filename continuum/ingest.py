@@ -125,7 +125,7 @@ def _upsert_sessions(db: DbSession, events: list[Event]) -> None:
         }
         for (ns, sid), event in sorted(first.items())
     ]
-    stmt = insert(Session.__table__)
+    stmt = insert(Session)
     execute_many(
         db,
         stmt.on_conflict_do_update(
@@ -170,15 +170,15 @@ def _insert_turns(db: DbSession, turns: list[TurnEvent]) -> list[tuple[str, str]
         returning=[Message.namespace, Message.session_id],
     )
     counts: dict[tuple[str, str], int] = defaultdict(int)
-    for namespace, session_id in inserted:
-        counts[(namespace, session_id)] += 1
+    for row in inserted:
+        counts[(row.namespace, row.session_id)] += 1
     for (namespace, session_id), count in sorted(counts.items()):
         db.execute(
             update(Session)
             .where(Session.namespace == namespace, Session.session_id == session_id)
             .values(message_count=Session.message_count + count)
         )
-    return [(ns, sid) for ns, sid in inserted]
+    return [(row.namespace, row.session_id) for row in inserted]
 
 
 def _end_sessions(db: DbSession, ends: list[SessionEndEvent]) -> None:

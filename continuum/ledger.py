@@ -22,26 +22,27 @@ from sqlalchemy import select
 from continuum.db.engine import session_scope
 from continuum.db.models import DeadLetter, ProcessedEvent
 from continuum.queues import EVENTS
+from continuum.redis_client import SyncRedis
 
 ENTRIES = "continuum:inflight"
 INDEX = "continuum:inflight:index"
 
 
-def record(client: redis.Redis, batch_id: str, payloads: list[dict[str, Any]]) -> None:
+def record(client: SyncRedis, batch_id: str, payloads: list[dict[str, Any]]) -> None:
     pipe = client.pipeline(transaction=True)
     pipe.hset(ENTRIES, batch_id, json.dumps(payloads))
     pipe.zadd(INDEX, {batch_id: time.time()})
     pipe.execute()
 
 
-def settle(client: redis.Redis, batch_id: str) -> None:
+def settle(client: SyncRedis, batch_id: str) -> None:
     pipe = client.pipeline(transaction=True)
     pipe.hdel(ENTRIES, batch_id)
     pipe.zrem(INDEX, batch_id)
     pipe.execute()
 
 
-def pending(client: redis.Redis) -> int:
+def pending(client: SyncRedis) -> int:
     return int(client.zcard(INDEX))
 
 
@@ -73,7 +74,7 @@ def _unfinished(batch_id: str, payloads: list[Any]) -> list[Any]:
     return [p for p in payloads if isinstance(p, dict) and str(p.get("event_id")) not in done]
 
 
-def sweep(client: redis.Redis, resend: Any, grace_s: float, queue: str = EVENTS) -> SweepResult:
+def sweep(client: SyncRedis, resend: Any, grace_s: float, queue: str = EVENTS) -> SweepResult:
     """Re-publish batches unsettled for `grace_s` (only when the events queue is empty, so a
     backlog is never mistaken for loss). `resend(payloads)` publishes a new batch."""
     result = SweepResult()

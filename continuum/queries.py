@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, timezone
+from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import func, literal, select
 
 from continuum.db.engine import session_scope
 from continuum.db.models import Memory, Message, Session
@@ -24,7 +26,8 @@ class MessageHit:
     rank: float = 0.0
 
 
-def _hits(rows: list[tuple[Message, float]]) -> list[MessageHit]:
+def _hits(rows: Iterable[Any]) -> list[MessageHit]:
+    """Rows of (Message, rank) as hits."""
     return [
         MessageHit(
             id=m.id,
@@ -66,26 +69,26 @@ def search_messages(
     if user_id:
         stmt = stmt.where(Message.user_id == user_id)
     with session_scope() as db:
-        return _hits([tuple(row) for row in db.execute(stmt)])
+        return _hits(db.execute(stmt).all())
 
 
 def recent_messages(namespace: str, *, limit: int = 20) -> list[MessageHit]:
     """The last `limit` messages of a namespace, oldest first."""
     stmt = (
-        select(Message, 0.0)
+        select(Message, literal(0.0))
         .where(Message.namespace == namespace)
         .order_by(Message.created_at.desc(), Message.id.desc())
         .limit(limit)
     )
     with session_scope() as db:
-        return list(reversed(_hits([tuple(row) for row in db.execute(stmt)])))
+        return list(reversed(_hits(db.execute(stmt).all())))
 
 
 def day_messages(namespace: str, day: date, tz: timezone = UTC) -> list[MessageHit]:
     """One day's conversation across sessions, in event-time order."""
     start = datetime.combine(day, time.min, tzinfo=tz)
     stmt = (
-        select(Message, 0.0)
+        select(Message, literal(0.0))
         .where(
             Message.namespace == namespace,
             Message.created_at >= start,
@@ -94,7 +97,7 @@ def day_messages(namespace: str, day: date, tz: timezone = UTC) -> list[MessageH
         .order_by(Message.created_at, Message.id)
     )
     with session_scope() as db:
-        return _hits([tuple(row) for row in db.execute(stmt)])
+        return _hits(db.execute(stmt).all())
 
 
 def get_session(namespace: str, session_id: str) -> Session | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import redis
 from redis.backoff import ExponentialBackoff
@@ -10,10 +11,15 @@ from redis.retry import Retry
 
 from continuum.config import get_settings
 
-_clients: dict[tuple[int, str], redis.Redis] = {}
+# redis-py types every command as returning `Awaitable[Any] | Any` (one signature for its sync
+# and async clients), which makes every call site ambiguous to mypy. Our clients are
+# synchronous, so they are typed as such: untyped results, used as plain values.
+SyncRedis = Any
+
+_clients: dict[tuple[int, str], SyncRedis] = {}
 
 
-def get_redis(url: str | None = None) -> redis.Redis:
+def get_redis(url: str | None = None) -> SyncRedis:
     """A pooled client for `url` (default: the configured Redis), one pool per process."""
     url = url or get_settings().resolved_redis_url()
     key = (os.getpid(), url)
@@ -33,6 +39,6 @@ def get_redis(url: str | None = None) -> redis.Redis:
     return client
 
 
-def get_broker_redis() -> redis.Redis:
+def get_broker_redis() -> SyncRedis:
     """A client of the broker's Redis database (the in-flight ledger lives there)."""
     return get_redis(get_settings().resolved_broker_url())

@@ -131,7 +131,7 @@ def _chat_turns(messages: list[ChatMessage], session_id: str, prefix: str) -> li
         turns.append(
             CaptureTurn(
                 message_id=message.message_id or f"{prefix}:{index:04d}",
-                role=message.role,  # type: ignore[arg-type]
+                role=message.role,
                 content=content,
                 created_at=message.ts,
                 session_id=session_id,

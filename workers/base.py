@@ -46,7 +46,7 @@ def backoff_seconds(retries: int, cap: float) -> float:
     return random.uniform(0.5, 1.0) * min(cap, 2.0**retries)
 
 
-class ReliableTask(Task):  # type: ignore[misc]
+class ReliableTask(Task):
     abstract = True
     acks_late = True
     reject_on_worker_lost = True

@@ -19,6 +19,7 @@ import redis
 from celery.signals import task_received, worker_ready, worker_shutdown
 
 from continuum.config import get_settings
+from continuum.redis_client import SyncRedis
 
 log = logging.getLogger(__name__)
 UNACKED_INDEX_KEY = "unacked_index"
@@ -49,7 +50,7 @@ def _delivery_tags() -> list[str]:
     return tags
 
 
-def renew_once(client: redis.Redis) -> int:
+def renew_once(client: SyncRedis) -> int:
     """Push the lease of every held message to now; returns how many were renewed."""
     tags = _delivery_tags()
     if not tags:
@@ -62,7 +63,7 @@ def renew_once(client: redis.Redis) -> int:
 def _renew_forever() -> None:
     settings = get_settings()
     interval = max(1.0, settings.visibility_timeout_s / 3)
-    client = redis.Redis.from_url(settings.resolved_broker_url(), socket_timeout=5)
+    client: SyncRedis = redis.Redis.from_url(settings.resolved_broker_url(), socket_timeout=5)
     while not _stop.wait(interval):
         try:
             renew_once(client)

@@ -8,7 +8,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import Row
-from sqlalchemy.dialects.postgresql import Insert, insert
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.sql.dml import Insert, ReturningInsert
 from sqlalchemy.orm import Session as DbSession
 
 
@@ -24,7 +25,9 @@ def insert_ignore(
     return execute_many(db, stmt.returning(*returning) if returning else stmt, rows)
 
 
-def execute_many(db: DbSession, stmt: Insert, rows: Sequence[dict[str, Any]]) -> list[Row[Any]]:
+def execute_many(
+    db: DbSession, stmt: Insert | ReturningInsert[Any], rows: Sequence[dict[str, Any]]
+) -> list[Row[Any]]:
     """Run `stmt` for every row in one round of batched VALUES."""
     if not rows:
         return []
