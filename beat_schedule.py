@@ -13,6 +13,7 @@ from celery.schedules import crontab
 from continuum.queues import (
     EMBED_PENDING,
     REDELIVER_EVENTS,
+    RUN_MAINTENANCE,
     SWEEP_IDLE,
     SYNC_TRANSCRIPTS,
     queue_for,
@@ -36,6 +37,12 @@ BEAT_SCHEDULE: dict[str, dict[str, Any]] = {
         "task": REDELIVER_EVENTS,
         "schedule": crontab(minute="*"),
         "options": {"queue": queue_for(REDELIVER_EVENTS), "expires": 55},
+    },
+    # R30: weekly consolidation and pruning (idempotent per ISO week, locked).
+    "weekly-maintenance": {
+        "task": RUN_MAINTENANCE,
+        "schedule": crontab(minute=30, hour=3, day_of_week="mon"),
+        "options": {"queue": queue_for(RUN_MAINTENANCE), "expires": 6 * 3600},
     },
     # Server-side idle detection (R25): runtimes need not send heartbeats.
     "idle-sweep": {

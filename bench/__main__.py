@@ -20,12 +20,13 @@ def main() -> None:
     started = time.perf_counter()
     with console.status("Starting benchmark servers…"):
         urls = bench_servers()
-    from bench import capture_bench
+    from bench import capture_bench, consolidation_bench, recall_bench, sync_backfill
 
     sections = []
-    for section in capture_bench.run(urls, quick=args.quick):
-        console.print(section.table())
-        sections.append(section)
+    for module in (capture_bench, sync_backfill, recall_bench, consolidation_bench):
+        for section in module.run(urls, quick=args.quick):
+            console.print(section.table())
+            sections.append(section)
     path = save(sections, {"quick": args.quick, "seconds": round(time.perf_counter() - started)})
     console.print(f"[green]✓[/] saved {path} and {path.with_suffix('.json')}")
 

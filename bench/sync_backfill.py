@@ -29,8 +29,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-BENCH_HOME = Path(".continuum-bench")
-BENCH_DATABASE = "continuum_bench"
+from bench.common import Section, bench_servers
+
 _VOCABULARY = (
     "postgres redis celery worker queue memory session transcript sync cursor offset "
     "backfill deadline launch pricing landing page logo wordmark dashboard dark mode "
@@ -127,30 +127,6 @@ def generate_corpus(root: Path, sessions: int, messages: int, seed: int = 7) -> 
     return root
 
 
-def _start_servers() -> str:
-    """Embedded servers up, a fresh `continuum_bench` database migrated; env pointed at it."""
-    import psycopg
-
-    from continuum.embedded import EmbeddedServers
-
-    urls = EmbeddedServers(BENCH_HOME).up()
-    admin = urls["database_url"].replace("+psycopg", "")
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{BENCH_DATABASE}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{BENCH_DATABASE}"')
-    database_url = urls["database_url"].replace("/continuum?", f"/{BENCH_DATABASE}?")
-    os.environ["CONTINUUM_DATABASE_URL"] = database_url
-    os.environ["CONTINUUM_REDIS_URL"] = urls["redis_url"]
-    os.environ["CONTINUUM_BROKER_URL"] = urls["broker_url"]
-    from continuum.config import get_settings
-
-    get_settings.cache_clear()
-    from continuum.db import migrate
-
-    migrate.upgrade(database_url)
-    return database_url
-
-
 def _parsed_rows(home: Path) -> list[list[tuple[Any, ...]]]:
     """The rows the sync writes, per session, parsed once for the baselines."""
     from continuum.sync.engine import namespace_for
@@ -225,14 +201,14 @@ def _copy(dsn: str, sessions: list[list[tuple[Any, ...]]], table: str, ddl: str)
     return {"rows": rows, "seconds": seconds, "rate": rows / seconds}
 
 
-def run(sessions: int = 900, messages: int = 170, row_budget_s: float = 20.0) -> dict[str, Any]:
-    """Generate the corpus, measure the three ways in, print a table, return the figures."""
+def measure(sessions: int = 900, messages: int = 170, row_budget_s: float = 20.0) -> dict[str, Any]:
+    """Generate the corpus, measure the three ways in, print a table, return the figures.
+    Expects `bench.common.bench_servers()` to have pointed the environment at the servers."""
     from rich.console import Console
     from rich.table import Table
 
     console = Console()
-    database_url = _start_servers()
-    dsn = database_url.replace("+psycopg", "")
+    dsn = os.environ["CONTINUUM_DATABASE_URL"].replace("+psycopg", "")
     from continuum.sync import sync
 
     work = Path(tempfile.mkdtemp(prefix="continuum-bench-"))
@@ -304,6 +280,22 @@ def run(sessions: int = 900, messages: int = 170, row_budget_s: float = 20.0) ->
     return result
 
 
+def run(urls: dict[str, str], quick: bool = False) -> list[Section]:
+    """The `make bench` section: sync throughput beside both baselines."""
+    result = measure(sessions=150 if quick else 900, row_budget_s=10.0 if quick else 20.0)
+    section = Section(
+        f"Transcript backfill ({result['sessions']} sessions, {result['messages']:,} messages)"
+    )
+    rate = result["sync"]["rate"]
+    section.add("sync vs row-by-row INSERT", rate, result["row_by_row"]["rate"], "messages/s",
+                "row-by-row INSERT (target ≥ 10×)")  # fmt: skip
+    section.add("sync vs raw COPY", rate, result["copy_ceiling"]["rate"], "messages/s",
+                "COPY into a plain table (target ≥ 50 %)")  # fmt: skip
+    section.add("sync vs COPY into messages shape", rate, result["copy_messages_shaped"]["rate"],
+                "messages/s", "COPY into a table with the tsvector + indexes")  # fmt: skip
+    return [section]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=900)
@@ -311,7 +303,8 @@ def main() -> None:
     parser.add_argument("--row-budget", type=float, default=20.0, help="row-by-row seconds")
     parser.add_argument("--json", action="store_true", help="also print the figures as JSON")
     args = parser.parse_args()
-    result = run(args.sessions, args.messages, args.row_budget)
+    bench_servers()
+    result = measure(args.sessions, args.messages, args.row_budget)
     if args.json:
         print(json.dumps(result, indent=2))
 

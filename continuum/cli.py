@@ -15,7 +15,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from continuum.api import api_cli
 from continuum.config import ConfigError, get_settings
+from continuum.lifecycle_cli import register as register_lifecycle
+from continuum.recall_cli import recall_app
 from continuum.sync import cli as sync_cli
 
 app = typer.Typer(help="Continuum: durable memory for AI agents.", no_args_is_help=True)
@@ -28,6 +31,10 @@ app.add_typer(db_app, name="db")
 app.add_typer(messages_app, name="messages")
 app.add_typer(handoff_app, name="handoff")
 app.add_typer(sync_cli.app)
+app.add_typer(recall_app)
+register_lifecycle(app)
+app.command("api")(api_cli.serve)
+app.add_typer(api_cli.tokens_app, name="tokens")
 
 console = Console()
 err_console = Console(stderr=True)

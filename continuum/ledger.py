@@ -16,7 +16,6 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-import redis
 from sqlalchemy import select
 
 from continuum.db.engine import session_scope

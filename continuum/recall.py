@@ -2,26 +2,45 @@
 fused by reciprocal rank, always scoped to one namespace (and user when given).
 
 Every hit carries the ids of its source messages and the parts of its score, so an answer
-can be traced back to the turns it came from and explained.
+can be traced back to the turns it came from and explained. Beyond the two base channels:
+- a time expression in the query ("last weekend", "in March", relative to `now`) is taken
+  out of the query text and adds vector + text ranks among rows inside that window;
+- an extracted memory is an extra key for its source turns: a memory hit passes a share of
+  its score to the messages it came from (fetched if no channel found them);
+- a message hit can carry its neighbouring turns of the same session as context.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal
 
 from sqlalchemy import text
 from sqlalchemy.orm import Session as DbSession
 
+from continuum.capture.text import normalize_for_key
 from continuum.db.engine import session_scope
 from continuum.embedding import get_embedder, vector_literal
+from continuum.timeparse import TimeRange, parse_time_range, strip_phrase
 
-RRF_K = 60
 CANDIDATES = 50
 # An OR of the query's stemmed lexemes: natural questions rarely share every word.
 OR_QUERY = "CAST(replace(CAST(plainto_tsquery('english', :q) AS text), '&', '|') AS tsquery)"
-SOURCE_WEIGHTS = {"memory": 1.0, "message": 0.8}
+Source = Literal["memory", "message"]
+
+
+@dataclass(frozen=True)
+class FusionWeights:
+    """Weights of reciprocal-rank fusion: score = Σ source × channel / (rrf_k + rank)."""
+
+    vector: float = 1.0
+    text: float = 0.8
+    in_window: float = 1.0  # each of vector/text ranked again inside the query's time window
+    memory: float = 1.0
+    message: float = 0.9
+    memory_key: float = 0.6  # share of a memory hit's score its source messages receive
+    rrf_k: int = 60
 
 
 @dataclass(frozen=True)
@@ -33,12 +52,13 @@ class SearchFilters:
     channel: str | None = None
     since: datetime | None = None
     until: datetime | None = None
-    include_private: bool = False
+    include_private: bool = False  # the owner's (user_id's) private memories, nobody else's
+    statuses: tuple[str, ...] = ("active",)
 
 
 @dataclass
 class SearchHit:
-    source: Literal["memory", "message"]
+    source: Source
     id: int
     content: str
     created_at: datetime
@@ -47,19 +67,32 @@ class SearchHit:
     kind: str  # memory kind, or the message role
     importance: int | None
     source_message_ids: list[str]
+    status: str = "active"
+    private: bool = False
     score: float = 0.0
     parts: dict[str, float] = field(default_factory=dict)
+    neighbours: list[dict[str, Any]] = field(default_factory=list)  # ±n turns, same session
 
     def as_dict(self) -> dict[str, Any]:
         return {**self.__dict__, "created_at": self.created_at.isoformat()}
 
 
-def _where(source: str, filters: SearchFilters, params: dict[str, Any]) -> str:
+def where_sql(source: str, filters: SearchFilters, params: dict[str, Any]) -> str:
+    """The WHERE clause scoping `source` rows to the namespace, user, privacy, status and
+    filters (R16); fills `params`. Every read of memories or messages goes through it."""
     clauses = ["namespace = :ns"]
+    if filters.user_id:
+        clauses.append("(user_id = :uid OR user_id IS NULL)")
+        params["uid"] = filters.user_id
     if source == "memory":
-        clauses.append("status = 'active'")
-        if not filters.include_private:
-            clauses.append("NOT private")
+        if len(filters.statuses) == 1:  # plain equality lets the planner use index order
+            clauses.append("status = :status")
+            params["status"] = filters.statuses[0]
+        else:
+            clauses.append("status = ANY(:statuses)")
+            params["statuses"] = list(filters.statuses)
+        owner = filters.include_private and filters.user_id
+        clauses.append("(NOT private OR user_id = :uid)" if owner else "NOT private")
         if filters.kinds:
             clauses.append("kind = ANY(:kinds)")
             params["kinds"] = list(filters.kinds)
@@ -68,9 +101,6 @@ def _where(source: str, filters: SearchFilters, params: dict[str, Any]) -> str:
             params["tags"] = list(filters.tags)
     elif filters.kinds or filters.tags:
         clauses.append("false")  # kind and tag filters select memories only
-    if filters.user_id:
-        clauses.append("(user_id = :uid OR user_id IS NULL)")
-        params["uid"] = filters.user_id
     for name in ("session_id", "channel"):
         if getattr(filters, name):
             clauses.append(f"{name} = :{name}")
@@ -85,26 +115,191 @@ def _where(source: str, filters: SearchFilters, params: dict[str, Any]) -> str:
 
 
 _COLUMNS = {
-    "memory": "id, content, created_at, session_id, channel, kind, importance, source_message_ids",
+    "memory": "id, content, created_at, session_id, channel, kind, importance,"
+    " source_message_ids, status, private",
     "message": "id, content, created_at, session_id, channel, role AS kind, NULL::int AS importance,"
-    " ARRAY[message_id] AS source_message_ids",
+    " ARRAY[message_id] AS source_message_ids, 'active' AS status, false AS private",
 }
 _TABLES = {"memory": "memories", "message": "messages"}
-_CHANNEL_SQL = {  # channel → (row filter, order of the signal)
-    "vector": ("embedding IS NOT NULL", "ASC"),
-    "text": (f"tsv @@ {OR_QUERY}", "DESC"),
+_CHANNEL_SQL = {  # channel → (row filter, signal, order of the signal)
+    "vector": ("embedding IS NOT NULL", "embedding <=> CAST(:qv AS vector)", "ASC"),
+    "text": (f"tsv @@ {OR_QUERY}", f"ts_rank_cd(tsv, {OR_QUERY})", "DESC"),
 }
+
+
+def _hit(source: Source, row: Any) -> SearchHit:
+    return SearchHit(
+        source=source,
+        id=row.id,
+        content=row.content,
+        created_at=row.created_at,
+        session_id=row.session_id,
+        channel=row.channel,
+        kind=row.kind,
+        importance=row.importance,
+        source_message_ids=list(row.source_message_ids),
+        status=row.status,
+        private=row.private,
+    )
 
 
 def _ranked(
-    db: DbSession, source: str, channel: str, order_sql: str, where: str, params: dict[str, Any]
+    db: DbSession, source: Source, channel: str, where: str, params: dict[str, Any]
 ) -> list[tuple[Any, float]]:
-    match, direction = _CHANNEL_SQL[channel]
+    match, signal, direction = _CHANNEL_SQL[channel]
     sql = (
-        f"SELECT {_COLUMNS[source]}, {order_sql} AS signal FROM {_TABLES[source]} "
+        f"SELECT {_COLUMNS[source]}, {signal} AS signal FROM {_TABLES[source]} "
         f"WHERE {where} AND {match} ORDER BY signal {direction} LIMIT :n"
     )
     return [(row, float(row.signal)) for row in db.execute(text(sql), params)]
+
+
+class _Fusion:
+    """Accumulates reciprocal-rank contributions per (source, id)."""
+
+    def __init__(self, weights: FusionWeights) -> None:
+        self.weights = weights
+        self.hits: dict[tuple[str, int], SearchHit] = {}
+
+    def add(
+        self, source: Source, channel: str, ranked: list[tuple[Any, float]], weight: float
+    ) -> None:
+        for rank, (row, signal) in enumerate(ranked, start=1):
+            hit = self.hits.setdefault((source, row.id), _hit(source, row))
+            source_weight = getattr(self.weights, source)
+            hit.score += source_weight * weight / (self.weights.rrf_k + rank)
+            hit.parts[f"{channel}_rank"] = rank
+            if channel == "vector":
+                hit.parts["vector_similarity"] = round(1 - signal, 4)
+            elif channel == "text":
+                hit.parts["text_rank_cd"] = round(signal, 4)
+
+    def propagate_to_sources(
+        self, db: DbSession, filters: SearchFilters, params: dict[str, Any]
+    ) -> None:
+        """Memory hits score the messages they were extracted from."""
+        best: dict[tuple[str, str], float] = {}
+        for hit in [h for h in self.hits.values() if h.source == "memory" and h.session_id]:
+            for message_id in hit.source_message_ids:
+                pair = (hit.session_id or "", message_id)
+                best[pair] = max(best.get(pair, 0.0), hit.score * self.weights.memory_key)
+        if not best:
+            return
+        where = where_sql("message", replace(filters, session_id=None), params)
+        rows = db.execute(
+            text(
+                f"SELECT {_COLUMNS['message']} FROM messages JOIN unnest(CAST(:sids AS text[]), "
+                "CAST(:mids AS text[])) AS k(sid, mid) ON session_id = k.sid AND message_id = k.mid "
+                f"WHERE {where}"
+            ),
+            {**params, "sids": [s for s, _ in best], "mids": [m for _, m in best]},
+        )
+        for row in rows:
+            hit = self.hits.setdefault(("message", row.id), _hit("message", row))
+            share = best[(row.session_id, row.source_message_ids[0])]
+            hit.score += share
+            hit.parts["memory_key"] = round(share, 6)
+
+    def ranked(self) -> list[SearchHit]:
+        """Best first; a text repeated verbatim (recurring small talk, a memory that copies
+        its turn) is kept once, at its best-scored occurrence, so copies cannot crowd out
+        everything else."""
+        ordered = sorted(
+            self.hits.values(), key=lambda h: (-h.score, -h.created_at.timestamp(), h.id)
+        )
+        seen: set[str] = set()
+        unique = []
+        for hit in ordered:
+            key = normalize_for_key(hit.content)
+            if key not in seen:
+                seen.add(key)
+                hit.score = round(hit.score, 6)
+                unique.append(hit)
+        return unique
+
+
+def attach_neighbours(db: DbSession, hits: list[SearchHit], width: int = 1) -> None:
+    """Give each message hit the `width` turns before and after it in its session."""
+    ids = [hit.id for hit in hits if hit.source == "message"]
+    if not ids or width < 1:
+        return
+    side = (
+        "(SELECT n.message_id, n.role, n.content, n.created_at, n.id FROM messages n "
+        "WHERE n.namespace = h.namespace AND n.session_id = h.session_id "
+        "AND (n.created_at, n.id) {op} (h.created_at, h.id) "
+        "ORDER BY n.created_at {order}, n.id {order} LIMIT :w)"
+    )
+    rows = db.execute(
+        text(
+            "SELECT h.id AS hit_id, x.* FROM messages h CROSS JOIN LATERAL ("
+            + side.format(op="<", order="DESC")
+            + " UNION ALL "
+            + side.format(op=">", order="ASC")
+            + ") x WHERE h.id = ANY(:ids) ORDER BY h.id, x.created_at, x.id"
+        ),
+        {"ids": ids, "w": width},
+    )
+    by_hit: dict[int, list[dict[str, Any]]] = {}
+    for row in rows:
+        by_hit.setdefault(row.hit_id, []).append(
+            {
+                "message_id": row.message_id,
+                "role": row.role,
+                "content": row.content,
+                "created_at": row.created_at.isoformat(),
+            }
+        )
+    for hit in hits:
+        if hit.source == "message":
+            hit.neighbours = by_hit.get(hit.id, [])
+
+
+def search_in(
+    db: DbSession,
+    namespace: str,
+    query: str,
+    *,
+    limit: int = 10,
+    filters: SearchFilters | None = None,
+    sources: tuple[Source, ...] = ("memory", "message"),
+    candidates: int = CANDIDATES,
+    weights: FusionWeights | None = None,
+    now: datetime | None = None,
+    neighbours: int = 0,
+) -> list[SearchHit]:
+    """`search` inside the caller's transaction."""
+    filters = filters or SearchFilters()
+    weights = weights or FusionWeights()
+    window: TimeRange | None = None
+    if filters.since is None and filters.until is None:
+        window = parse_time_range(query, now)
+    query = strip_phrase(query, window)
+    embedder = get_embedder()
+    params: dict[str, Any] = {"ns": namespace, "q": query, "n": candidates}
+    channels = ["text"]
+    if embedder:
+        params["qv"] = vector_literal(embedder.embed([query])[0])
+        channels.insert(0, "vector")
+    # Filtered HNSW scans keep going until enough rows pass the WHERE clause.
+    db.execute(text("SET LOCAL hnsw.iterative_scan = 'relaxed_order'"))
+    db.execute(text("SET LOCAL hnsw.ef_search = 100"))
+    fusion = _Fusion(weights)
+    for source in sources:
+        where = where_sql(source, filters, params)
+        for channel in channels:
+            ranked = _ranked(db, source, channel, where, params)
+            fusion.add(source, channel, ranked, getattr(weights, channel))
+        if window:
+            windowed = replace(filters, since=window.since, until=window.until)
+            where = where_sql(source, windowed, params)
+            for channel in channels:
+                ranked = _ranked(db, source, channel, where, params)
+                fusion.add(source, f"{channel}_in_window", ranked, weights.in_window)
+    if "message" in sources and "memory" in sources:
+        fusion.propagate_to_sources(db, filters, params)
+    hits = fusion.ranked()[:limit]
+    attach_neighbours(db, hits, neighbours)
+    return hits
 
 
 def search(
@@ -113,50 +308,25 @@ def search(
     *,
     limit: int = 10,
     filters: SearchFilters | None = None,
-    sources: tuple[str, ...] = ("memory", "message"),
+    sources: tuple[Source, ...] = ("memory", "message"),
     candidates: int = CANDIDATES,
+    weights: FusionWeights | None = None,
+    now: datetime | None = None,
+    neighbours: int = 0,
 ) -> list[SearchHit]:
-    """The `limit` best hits for `query` by reciprocal-rank fusion of vector and text ranks."""
-    filters = filters or SearchFilters()
-    embedder = get_embedder()
-    vector = vector_literal(embedder.embed([query])[0]) if embedder else None
-    hits: dict[tuple[str, int], SearchHit] = {}
+    """The `limit` best hits for `query` by reciprocal-rank fusion of vector and text ranks
+    (plus in-window ranks when the query names a time, relative to `now`); `neighbours=n`
+    attaches the n turns around each message hit."""
     with session_scope() as db:
-        # Filtered HNSW scans keep going until enough rows pass the WHERE clause.
-        db.execute(text("SET LOCAL hnsw.iterative_scan = 'relaxed_order'"))
-        db.execute(text("SET LOCAL hnsw.ef_search = 100"))
-        for source in sources:
-            params: dict[str, Any] = {"ns": namespace, "q": query, "n": candidates}
-            where = _where(source, filters, params)
-            channels = {"text": "ts_rank_cd(tsv, " + OR_QUERY + ")"}
-            if vector:
-                params["qv"] = vector
-                channels["vector"] = "embedding <=> CAST(:qv AS vector)"
-            for channel, order_sql in channels.items():
-                for rank, (row, signal) in enumerate(
-                    _ranked(db, source, channel, order_sql, where, params), start=1
-                ):
-                    hit = hits.setdefault(
-                        (source, row.id),
-                        SearchHit(
-                            source=source,  # type: ignore[arg-type]
-                            id=row.id,
-                            content=row.content,
-                            created_at=row.created_at,
-                            session_id=row.session_id,
-                            channel=row.channel,
-                            kind=row.kind,
-                            importance=row.importance,
-                            source_message_ids=list(row.source_message_ids),
-                        ),
-                    )
-                    contribution = SOURCE_WEIGHTS[source] / (RRF_K + rank)
-                    hit.score += contribution
-                    hit.parts[f"{channel}_rank"] = rank
-                    hit.parts["vector_similarity" if channel == "vector" else "text_rank_cd"] = (
-                        round(1 - signal if channel == "vector" else signal, 4)
-                    )
-    ranked = sorted(hits.values(), key=lambda h: (-h.score, -h.created_at.timestamp(), h.id))
-    for hit in ranked:
-        hit.score = round(hit.score, 6)
-    return ranked[:limit]
+        return search_in(
+            db,
+            namespace,
+            query,
+            limit=limit,
+            filters=filters,
+            sources=sources,
+            candidates=candidates,
+            weights=weights,
+            now=now,
+            neighbours=neighbours,
+        )

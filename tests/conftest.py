@@ -4,6 +4,7 @@ per run, and a real in-process Celery worker on the real Redis broker."""
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ TEST_HOME = ROOT / (f".continuum-test-{SLOT}" if SLOT else ".continuum-test")
 TEST_DATABASE = "continuum_test"
 TABLES = (
     "sessions, messages, cron_reports, transcript_cursors, memories, tasks, memory_log, "
-    "dead_letters, processed_events, system_state"
+    "dead_letters, processed_events, system_state, maintenance_runs, api_tokens"
 )
 
 os.environ["CONTINUUM_HOME"] = str(TEST_HOME)
@@ -61,13 +62,22 @@ def servers() -> Iterator[dict[str, str]]:
 def db(servers: dict[str, str]) -> Iterator[Any]:
     """A clean database and Redis for one test; yields a SQLAlchemy engine."""
     from sqlalchemy import text
+    from sqlalchemy.exc import OperationalError
 
     from continuum.db.engine import get_engine
     from continuum.redis_client import get_redis
 
     engine = get_engine()
-    with engine.begin() as conn:
-        conn.execute(text(f"TRUNCATE {TABLES} RESTART IDENTITY"))
+    for attempt in range(5):  # a previous test's worker task may still hold row locks
+        try:
+            with engine.begin() as conn:
+                conn.execute(text("SET LOCAL lock_timeout = '5s'"))
+                conn.execute(text(f"TRUNCATE {TABLES} RESTART IDENTITY"))
+            break
+        except OperationalError:
+            if attempt == 4:
+                raise
+            time.sleep(0.5)
     get_redis().flushdb()
     yield engine
 

@@ -10,7 +10,14 @@ from workers.config import celery_config
 
 app = Celery(
     "continuum",
-    include=["tasks.events", "tasks.embed", "tasks.extract", "tasks.sessions", "tasks.sync"],
+    include=[
+        "tasks.events",
+        "tasks.embed",
+        "tasks.extract",
+        "tasks.sessions",
+        "tasks.sync",
+        "tasks.maintenance",
+    ],
 )
 app.config_from_object(celery_config(get_settings()))
 app.conf.beat_schedule = beat_schedule.BEAT_SCHEDULE

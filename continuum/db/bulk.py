@@ -9,8 +9,8 @@ from typing import Any
 
 from sqlalchemy import Row
 from sqlalchemy.dialects.postgresql import insert
-from sqlalchemy.sql.dml import Insert, ReturningInsert
 from sqlalchemy.orm import Session as DbSession
+from sqlalchemy.sql.dml import Insert, ReturningInsert
 
 
 def insert_ignore(

@@ -219,3 +219,34 @@ class SystemState(Base):
     key: Mapped[str] = mapped_column(Text, primary_key=True)
     value: Mapped[Any] = mapped_column(JSONB)
     updated_at: Mapped[datetime] = _now()
+
+
+class ApiToken(Base):
+    __tablename__ = "api_tokens"
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    name: Mapped[str] = mapped_column(Text)
+    namespaces: Mapped[list[str]] = mapped_column(ARRAY(Text))
+    token_hash: Mapped[str] = mapped_column(Text, unique=True)
+    created_at: Mapped[datetime] = _now()
+    last_used_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class MaintenanceRun(Base):
+    """One weekly maintenance run of a tenant: its planned steps, how many are applied (a
+    rerun resumes there) and the report."""
+
+    __tablename__ = "maintenance_runs"
+    __table_args__ = (UniqueConstraint("namespace", "week", "attempt"),)
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    namespace: Mapped[str] = mapped_column(Text)
+    week: Mapped[str] = mapped_column(Text)
+    attempt: Mapped[int] = mapped_column(Integer, server_default="1")
+    status: Mapped[str] = mapped_column(Text, server_default="running")
+    plan: Mapped[list[dict[str, Any]]] = mapped_column(JSONB, server_default="[]")
+    applied: Mapped[int] = mapped_column(Integer, server_default="0")
+    report: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default="{}")
+    started_at: Mapped[datetime] = _now()
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))

@@ -70,21 +70,21 @@ CORPUS: list[tuple[str, Any]] = [
     (
         "idle negative idle_ms",
         {**COMMON, "kind": "idle", "idle_ms": -5, "last_activity_at": GOOD["ts"]},
-    ),  # fmt: skip
+    ),
     (
         "idle idle_ms text",
         {**COMMON, "kind": "idle", "idle_ms": "ten minutes", "last_activity_at": GOOD["ts"]},
-    ),  # fmt: skip
+    ),
     ("idle without last activity", {**COMMON, "kind": "idle", "idle_ms": 1000}),
     ("compaction without id", {**COMMON, "kind": "pre_compaction"}),
     (
         "compaction negative tokens",
         {**COMMON, "kind": "pre_compaction", "compaction_id": "c", "tokens_used": -1},
-    ),  # fmt: skip
+    ),
     (
         "compaction turns wrong type",
         {**COMMON, "kind": "pre_compaction", "compaction_id": "c", "turns": "all of them"},
-    ),  # fmt: skip
+    ),
     (
         "compaction turn bad role",
         {
@@ -93,20 +93,20 @@ CORPUS: list[tuple[str, Any]] = [
             "compaction_id": "c",
             "turns": [{"role": "alien", "content": "x"}],
         },
-    ),  # fmt: skip
+    ),
     ("session end without ended_at", {**COMMON, "kind": "session_end"}),
     (
         "session end before start",
         {**COMMON, "kind": "session_end", "ended_at": "2020-01-01T00:00:00Z"},
-    ),  # fmt: skip
+    ),
     (
         "session end negative duration",
         {**COMMON, "kind": "session_end", "ended_at": GOOD["ts"], "duration_s": -3},
-    ),  # fmt: skip
+    ),
     (
         "session end connected text",
         {**COMMON, "kind": "session_end", "ended_at": GOOD["ts"], "connected": "maybe"},
-    ),  # fmt: skip
+    ),
 ]
 
 

@@ -88,9 +88,7 @@ def test_skips_small_talk_noise_and_tool_output(captured: list[Memory]) -> None:
     assert not any("Traceback" in m.content for m in captured)
 
 
-def test_every_write_is_logged_and_never_duplicated(
-    captured: list[Memory], client: Any
-) -> None:
+def test_every_write_is_logged_and_never_duplicated(captured: list[Memory], client: Any) -> None:
     with session_scope() as db:
         logged = db.scalars(select(MemoryLog.memory_id).where(MemoryLog.action == "write")).all()
     assert sorted(logged) == sorted(m.id for m in captured)

@@ -45,7 +45,10 @@ def test_active_sessions_across_channels(db: Any) -> None:
     record(i=2, session="disc-7", channel="discord", at=now)
     record(i=3, session="old", channel="telegram", at=now - timedelta(hours=2))
     active = ephemeral.active_sessions("pearl")
-    assert [(s.channel, s.session_id) for s in active] == [("discord", "disc-7"), ("voice", "voice-1")]
+    assert [(s.channel, s.session_id) for s in active] == [
+        ("discord", "disc-7"),
+        ("voice", "voice-1"),
+    ]
     assert ephemeral.topics("pearl") == {"discord": "garden", "voice": "garden"}
     assert ephemeral.active_sessions("entrepreneur") == []
 

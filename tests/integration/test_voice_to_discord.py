@@ -49,9 +49,11 @@ def test_voice_decision_is_known_in_discord(
     summaries = [m for m in found if m.kind == "conversation_summary"]
     assert len(summaries) == 1 and summaries[0].channel == "voice"
     assert any("Hoffmann" in d for d in summaries[0].details["key_decisions"])
-    assert [m.content for m in found if m.kind == "decision"] == [
-        m.content for m in found if m.kind == "decision" and "Hoffmann" in m.content
-    ] != []
+    assert (
+        [m.content for m in found if m.kind == "decision"]
+        == [m.content for m in found if m.kind == "decision" and "Hoffmann" in m.content]
+        != []
+    )
     assert any(m.kind == "open_thread" and "drainage" in m.content for m in found)
     handoff = ephemeral.consume_handoff("pearl", "jason")
     assert handoff is not None and handoff["from_channel"] == "voice"

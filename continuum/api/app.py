@@ -1,0 +1,79 @@
+"""The FastAPI application: JSON API under /v1, Prometheus /metrics, Mission Control at /.
+
+`create_app()` builds it; `continuum api` serves it with uvicorn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+from fastapi.staticfiles import StaticFiles
+
+from continuum.api import prometheus
+from continuum.api.limits import DEFAULT_MAX_BODY_BYTES, BodySizeLimit
+from continuum.api.routes import (
+    account,
+    context,
+    cron,
+    events,
+    memories,
+    messages,
+    preferences,
+    sessions,
+    tasks,
+    tools,
+    ui,
+)
+from continuum.client import MemoryClient
+
+ROUTERS = (
+    account.router,
+    events.router,
+    messages.router,
+    context.router,
+    cron.router,
+    memories.router,
+    tools.router,
+    preferences.router,
+    sessions.router,
+    tasks.router,
+    prometheus.router,
+    ui.router,
+)
+
+
+@asynccontextmanager
+async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
+    app.state.memory_client = MemoryClient()
+    try:
+        yield
+    finally:
+        app.state.memory_client.close()
+
+
+def _openapi(app: FastAPI) -> dict[str, Any]:
+    """The generated spec plus the event models `POST /v1/events` refers to."""
+    if app.openapi_schema is None:
+        spec = get_openapi(title=app.title, version=app.version, routes=app.routes)
+        spec.setdefault("components", {}).setdefault("schemas", {}).update(events.EVENT_DEFS)
+        app.openapi_schema = spec
+    return app.openapi_schema
+
+
+def create_app(max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> FastAPI:
+    app = FastAPI(
+        title="Continuum",
+        version="1",
+        summary="Durable memory for AI agents: events in, context, search and memories out.",
+        lifespan=_lifespan,
+    )
+    for router in ROUTERS:
+        app.include_router(router)
+    app.mount("/static", StaticFiles(directory=ui.STATIC_DIR), name="static")
+    app.add_middleware(BodySizeLimit, max_bytes=max_body_bytes)
+    app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
+    return app

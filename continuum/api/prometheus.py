@@ -1,0 +1,124 @@
+"""`GET /metrics`: Prometheus text exposition of the pipeline (R48, R93).
+
+Flower shows workers and tasks but not how much is waiting, so this adds, read at scrape
+time: the depth of every Celery queue (Redis LLEN over kombu's priority lists in the broker),
+messages delivered but not yet acknowledged, the dead-letter store by task, and every
+pipeline counter of `continuum.metrics` as a Prometheus counter. A source that cannot be
+read is reported by `continuum_source_up{source=...} 0` instead of failing the scrape.
+
+No token: it carries aggregate numbers only (no tenant names or content). Keep it off the
+public network (bind or proxy rules), like Flower.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import redis
+from fastapi import APIRouter, Response
+from kombu.transport.redis import PRIORITY_STEPS, Channel
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+from sqlalchemy import func, select
+from sqlalchemy.exc import SQLAlchemyError
+
+from continuum import metrics
+from continuum.config import ConfigError, get_settings
+from continuum.db.engine import session_scope
+from continuum.db.models import DeadLetter
+from continuum.queues import ALL_QUEUES
+
+router = APIRouter(tags=["monitoring"])
+BROKER_TIMEOUT_S = 2.0
+COUNTER_HELP = {
+    metrics.MEMORIES_STORED: "Memories stored by capture and extraction.",
+    metrics.LLM_CALLS: "Calls to the LLM endpoint.",
+    metrics.LLM_FALLBACKS: "LLM failures answered by the deterministic path.",
+    metrics.LLM_BAD_OUTPUT: "LLM answers that could not be parsed (nothing stored).",
+    metrics.DEAD_LETTERS: "Messages moved to the dead-letter store.",
+}
+
+
+def _queue_keys(queue: str) -> list[str]:
+    """kombu's Redis lists of a queue: the name itself, then one per priority step."""
+    return [queue if step == 0 else f"{queue}{Channel.sep}{step}" for step in PRIORITY_STEPS]
+
+
+def _queues() -> Iterator[Metric]:
+    # Its own short-timeout client, no retries: a down broker must not stall the scrape.
+    url = get_settings().resolved_broker_url()
+    with redis.Redis.from_url(
+        url, socket_connect_timeout=BROKER_TIMEOUT_S, socket_timeout=BROKER_TIMEOUT_S, retry=None
+    ) as client:
+        pipe = client.pipeline(transaction=False)
+        for queue in ALL_QUEUES:
+            for key in _queue_keys(queue):
+                pipe.llen(key)
+        pipe.hlen(Channel.unacked_key)
+        *lengths, unacked = pipe.execute()
+    depth = GaugeMetricFamily(
+        "continuum_queue_depth", "Messages waiting in a Celery queue.", labels=["queue"]
+    )
+    steps = len(PRIORITY_STEPS)
+    for index, queue in enumerate(ALL_QUEUES):
+        depth.add_metric([queue], sum(lengths[index * steps : (index + 1) * steps]))
+    yield depth
+    yield GaugeMetricFamily(
+        "continuum_queue_unacked",
+        "Messages delivered to a worker and not yet acknowledged.",
+        value=unacked,
+    )
+
+
+def _dead_letters() -> Iterator[Metric]:
+    stmt = select(DeadLetter.task_name, func.count()).group_by(DeadLetter.task_name)
+    with session_scope() as db:
+        rows = db.execute(stmt).all()
+    family = GaugeMetricFamily(
+        "continuum_dead_letters_stored", "Rows in the dead-letter store.", labels=["task"]
+    )
+    for task_name, count in rows:
+        family.add_metric([task_name], count)
+    yield family
+
+
+def _counters() -> Iterator[Metric]:
+    for name, value in metrics.snapshot().items():
+        help_text = COUNTER_HELP.get(name, f"Pipeline counter {name}.")
+        yield CounterMetricFamily(f"continuum_{name}", help_text, value=value)
+
+
+SOURCES: dict[str, Callable[[], Iterator[Metric]]] = {
+    "broker": _queues,
+    "postgres": _dead_letters,
+    "redis": _counters,
+}
+
+
+class PipelineCollector(Collector):
+    """Reads every source at scrape time; a failing source is reported, not raised."""
+
+    def collect(self) -> Iterator[Metric]:
+        up = GaugeMetricFamily(
+            "continuum_source_up", "1 when a source could be read.", labels=["source"]
+        )
+        for source, read in SOURCES.items():
+            try:
+                families = list(read())
+            except (redis.RedisError, SQLAlchemyError, ConfigError):
+                up.add_metric([source], 0)
+                continue
+            up.add_metric([source], 1)
+            yield from families
+        yield up
+
+
+_REGISTRY = CollectorRegistry(auto_describe=False)
+_REGISTRY.register(PipelineCollector())
+
+
+@router.get("/metrics", response_class=Response)
+def prometheus_metrics() -> Response:
+    """Prometheus text exposition (no token; see docs/api.md)."""
+    return Response(generate_latest(_REGISTRY), media_type=CONTENT_TYPE_LATEST)

@@ -1,0 +1,1 @@
+"""API routers, one per area; `continuum.api.app.create_app` mounts them."""

@@ -1,0 +1,80 @@
+"""`POST /v1/events`: validate one event or a batch and enqueue it (the write plane, R90).
+
+The body is an event object or an array of them. `namespace` may be left out when the token
+covers exactly one. Nothing is enqueued unless every event is valid and in the token's scope.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, HTTPException, Request, status
+from fastapi.concurrency import run_in_threadpool
+from pydantic import BaseModel, TypeAdapter
+
+from continuum.api.auth import current_token
+from continuum.api.errors import detail, event_error, field_error
+from continuum.api.tokens import TokenInfo
+from continuum.client import EnqueueError, MemoryClient
+from continuum.events import Event, EventError
+
+router = APIRouter(prefix="/v1", tags=["events"])
+EVENT_SCHEMA_TEMPLATE = "#/components/schemas/{model}"
+EVENTS_BODY_SCHEMA = TypeAdapter(Event | list[Event]).json_schema(
+    ref_template=EVENT_SCHEMA_TEMPLATE
+)
+EVENT_DEFS = EVENTS_BODY_SCHEMA.pop("$defs")  # go to the spec's components
+
+
+class Enqueued(BaseModel):
+    enqueued: int
+    event_ids: list[str]
+
+
+def _scope_events(items: list[Any], token: TokenInfo, batch: bool) -> None:
+    """Fill a missing namespace from a one-namespace token; refuse namespaces out of scope."""
+    errors = []
+    for index, item in enumerate(items):
+        if not isinstance(item, dict):
+            continue
+        if "namespace" not in item and len(token.namespaces) == 1:
+            item["namespace"] = token.namespaces[0]
+        namespace = item.get("namespace")
+        if isinstance(namespace, str) and namespace not in token.namespaces:
+            loc: list[str | int] = ["body", index, "namespace"] if batch else ["body", "namespace"]
+            errors.append(detail(loc, f"this token may not write to namespace {namespace!r}"))
+    if errors:
+        raise HTTPException(status.HTTP_403_FORBIDDEN, errors)
+
+
+@router.post(
+    "/events",
+    status_code=status.HTTP_202_ACCEPTED,
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {"application/json": {"schema": EVENTS_BODY_SCHEMA}},
+        }
+    },
+    responses={422: {"description": "An event is invalid; `detail` names each bad field."}},
+)
+async def post_events(
+    request: Request, token: Annotated[TokenInfo, Depends(current_token)]
+) -> Enqueued:
+    """Validate and enqueue events; returns their ids (202: workers process them later)."""
+    try:
+        body = json.loads(await request.body())
+    except ValueError as exc:
+        raise field_error(["body"], f"not valid JSON: {exc}", status.HTTP_400_BAD_REQUEST) from None
+    batch = isinstance(body, list)
+    items = body if batch else [body]
+    _scope_events(items, token, batch)
+    client: MemoryClient = request.app.state.memory_client
+    try:
+        ids = await run_in_threadpool(client.emit_many, items)
+    except EventError as exc:
+        raise event_error(exc, batch) from None
+    except EnqueueError as exc:
+        raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, str(exc)) from None
+    return Enqueued(enqueued=len(ids), event_ids=ids)

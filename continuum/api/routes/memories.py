@@ -1,0 +1,49 @@
+"""Memories (R21–R24): browse by kind, status, importance, tags, session, with provenance
+and the ids of the source turns."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Query
+
+from continuum.api import browse
+from continuum.api.auth import ScopeDep
+from continuum.api.pagination import Page
+from continuum.api.params import ListingDep
+from continuum.api.schemas import MemoryOut
+
+router = APIRouter(prefix="/v1/memories", tags=["memories"])
+Status = Literal["active", "superseded", "quarantined", "forgotten", "archived", "any"]
+
+
+@router.get("")
+def list_memories(
+    scope: ScopeDep,
+    listing: ListingDep,
+    q: Annotated[str | None, Query(max_length=500, description="Full-text query.")] = None,
+    kind: Annotated[str | None, Query(max_length=64)] = None,
+    status: Status = "active",
+    min_importance: Annotated[int | None, Query(ge=1, le=10)] = None,
+    tag: Annotated[list[str] | None, Query(description="Required tags (repeatable).")] = None,
+    session_id: Annotated[str | None, Query(max_length=200)] = None,
+    user_id: Annotated[
+        str | None, Query(max_length=200, description="Owner; needed to see private memories.")
+    ] = None,
+    include_private: Annotated[
+        bool, Query(description="With `user_id`: also that user's private memories (R42).")
+    ] = False,
+) -> Page[MemoryOut]:
+    """Memories, newest first. Private ones only for their owner (`user_id` + `include_private`)."""
+    filters = browse.MemoryFilters(
+        query=q,
+        kind=kind,
+        status=None if status == "any" else status,
+        min_importance=min_importance,
+        tags=tuple(tag or ()),
+        session_id=session_id,
+        user_id=user_id,
+        include_private=include_private and user_id is not None,
+    )
+    rows = browse.memories(scope.namespaces, filters, listing.window)
+    return listing.page.page([MemoryOut.model_validate(row) for row in rows])

@@ -1,0 +1,73 @@
+"""Sessions: stored sessions (Postgres), active ones across channels and the channel
+handoff (Redis, R2 and R5)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, HTTPException, Query, status
+from pydantic import BaseModel, Field
+
+from continuum import ephemeral
+from continuum.api import browse
+from continuum.api.auth import NOT_FOUND, ScopeDep
+from continuum.api.pagination import Page
+from continuum.api.params import ListingDep
+from continuum.api.schemas import SessionOut
+
+router = APIRouter(prefix="/v1", tags=["sessions"])
+Name = Annotated[str, Field(min_length=1, max_length=200)]
+
+
+class HandoffIn(BaseModel):
+    user_id: Name
+    from_channel: Name
+    to_channel: Name
+    context_summary: Annotated[str, Field(min_length=1, max_length=20_000)]
+
+
+@router.get("/sessions")
+def list_sessions(
+    scope: ScopeDep,
+    listing: ListingDep,
+    channel: Annotated[str | None, Query(max_length=64)] = None,
+    source: Annotated[
+        str | None, Query(max_length=200, description="e.g. event, cron:<name>")
+    ] = None,
+) -> Page[SessionOut]:
+    """Stored sessions, most recently active first."""
+    rows = browse.sessions(scope.namespaces, listing.window, channel, source)
+    return listing.page.page([SessionOut.model_validate(row) for row in rows])
+
+
+@router.get("/sessions/active")
+def active_sessions(scope: ScopeDep) -> list[ephemeral.ActiveSession]:
+    """Sessions active in the last hour across channels, with their current topic."""
+    return ephemeral.active_sessions(scope.namespace)
+
+
+@router.get("/sessions/{session_id}")
+def get_session(scope: ScopeDep, session_id: str) -> SessionOut:
+    """One session (its messages: /v1/messages?session_id=, its memories: /v1/memories?session_id=)."""
+    row = browse.find_session(scope.namespaces, session_id)
+    if row is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, NOT_FOUND)
+    return SessionOut.model_validate(row)
+
+
+@router.post("/handoff", status_code=status.HTTP_201_CREATED)
+def send_handoff(scope: ScopeDep, handoff: HandoffIn) -> dict[str, str]:
+    """Announce that a user is switching channels (kept 10 minutes, read once)."""
+    return ephemeral.send_handoff(scope.namespace, **handoff.model_dump())
+
+
+@router.get("/handoff")
+def check_handoff(
+    scope: ScopeDep,
+    user_id: Annotated[str, Query(min_length=1, max_length=200)],
+    consume: Annotated[bool, Query(description="Read it once (the arriving session).")] = True,
+) -> dict[str, str] | None:
+    """The user's pending handoff, consumed unless `consume=false`; null when there is none."""
+    if consume:
+        return ephemeral.consume_handoff(scope.namespace, user_id)
+    return ephemeral.peek_handoff(scope.namespace, user_id)

@@ -1,0 +1,778 @@
+"""The context block a session starts with (R10, R26, R27, R31).
+
+Candidates come from channels — recency, relevance (hybrid search of the seed text),
+importance (≥ 8 within N days) — plus pinned items: pending handoff, recent conversation
+summaries, open threads, active tasks, preferences. Each gets
+
+    score = w_relevance · relevance + w_importance · importance/10 + w_recency · decay + pin
+
+near-duplicates are dropped (same normalized text, embedding cosine ≥ 0.92, or a raw turn
+already covered by a memory extracted from it), and items are packed greedily by value
+density (score / tokens) into `max_tokens`, counted with the embedding model's tokenizer:
+the block never exceeds the budget. The pending handoff goes in first.
+
+Scoping (R16): only the namespace's active memories; memories of another user never appear
+(NULL user_id is shared); a private memory appears only to its owner (`user_id` matches) in
+the owner's main context — `channel` is one of `RecallConfig.main_channels` (main, dm,
+direct) or ends in `:dm`. Group and other channels never see private memories.
+
+Every recall is logged in `memory_log` (action `recall`) with its query, topic slug, top
+items and scores and the tokens injected; `explain=True` also reports memories the seed
+matched but that were filtered out (superseded, quarantined, forgotten, archived, private).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal, get_args
+
+from sqlalchemy import text
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.orm import Session as DbSession
+
+from continuum.capture.models import MemoryKind
+from continuum.capture.text import clip, normalize_for_key
+from continuum.capture.topics import topic_slug
+from continuum.db.engine import session_scope
+from continuum.db.models import MemoryLog
+from continuum.ephemeral import peek_handoff
+from continuum.recall import FusionWeights, SearchFilters, SearchHit, search_in, where_sql
+from continuum.tokens import count_tokens
+
+ItemSource = Literal["memory", "message", "task", "handoff"]
+HIDDEN_STATUSES = ("superseded", "quarantined", "forgotten", "archived")
+ACTIVE_TASK_STATUSES = ("pending", "in_progress", "blocked")
+SECTIONS = (  # block order
+    "Pending handoff",
+    "Recent conversations",
+    "Decisions",
+    "Open threads",
+    "Active tasks",
+    "Preferences",
+    "Relevant memories",
+)
+_SECTION_OF_KIND = {
+    "conversation_summary": "Recent conversations",
+    "decision": "Decisions",
+    "open_thread": "Open threads",
+    "preference": "Preferences",
+}
+_PINNED_CHANNELS = {"summaries", "open_threads", "preferences", "tasks", "handoff"}
+_MESSAGE_IMPORTANCE = 4  # raw turns carry no rating; they rank below rated memories
+
+
+@dataclass(frozen=True)
+class ScoreWeights:
+    relevance: float = 0.55
+    importance: float = 0.25
+    recency: float = 0.2
+    pinned: float = 0.25  # bonus of pinned items (summaries, open threads, tasks, preferences)
+
+
+@dataclass(frozen=True)
+class RecallConfig:
+    """Channel sizes, scoring and dedupe knobs of `context()`."""
+
+    weights: ScoreWeights = field(default_factory=ScoreWeights)
+    fusion: FusionWeights = field(default_factory=FusionWeights)
+    recency_n: int = 5
+    relevance_n: int = 8
+    importance_n: int = 10
+    importance_min: int = 8
+    importance_days: int = 30
+    pinned_n: int = 8
+    summaries_n: int = 3
+    half_life_days: float = 14.0
+    duplicate_cosine: float = 0.92
+    max_item_chars: int = 300
+    max_summary_chars: int = 700
+    main_channels: frozenset[str] = frozenset({"main", "dm", "direct"})
+
+
+@dataclass
+class ContextItem:
+    """One line of the block: what it is, where it came from and why it was chosen."""
+
+    ref: str  # memory:<id> | message:<session>/<message_id> | task:<uuid> | handoff
+    kind: str
+    section: str
+    text: str
+    score: float
+    tokens: int
+    why: str
+    parts: dict[str, float] = field(default_factory=dict)
+    memory_id: int | None = None
+    source_message_ids: list[str] = field(default_factory=list)
+    created_at: datetime | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        created = self.created_at.isoformat() if self.created_at else None
+        return {**self.__dict__, "created_at": created}
+
+
+@dataclass(frozen=True)
+class Excluded:
+    ref: str
+    kind: str
+    reason: str
+    score: float | None = None
+
+
+@dataclass
+class ContextResult:
+    block: str
+    items: list[ContextItem]
+    excluded: list[Excluded]
+    tokens_used: int
+    query_id: str
+    topic: str
+
+    @property
+    def memory_ids(self) -> list[int]:
+        return [item.memory_id for item in self.items if item.memory_id is not None]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "block": self.block,
+            "items": [item.as_dict() for item in self.items],
+            "excluded": [e.__dict__ for e in self.excluded],
+            "tokens_used": self.tokens_used,
+            "query_id": self.query_id,
+            "topic": self.topic,
+            "memory_ids": self.memory_ids,
+        }
+
+
+@dataclass
+class _Candidate:
+    source: ItemSource
+    ref: str
+    kind: str
+    content: str
+    created_at: datetime | None
+    channel: str | None = None
+    importance: int | None = None
+    db_id: int | None = None  # memories.id / messages.id, for embedding dedupe
+    session_id: str | None = None
+    source_message_ids: list[str] = field(default_factory=list)
+    channels: dict[str, str] = field(default_factory=dict)  # channel → why it was picked
+    relevance: float = 0.0
+    parts: dict[str, float] = field(default_factory=dict)
+    score: float = 0.0
+
+    @property
+    def section(self) -> str:
+        if self.source == "handoff":
+            return "Pending handoff"
+        if self.source == "task":
+            return "Active tasks"
+        return _SECTION_OF_KIND.get(self.kind, "Relevant memories")
+
+
+# -- rendering -------------------------------------------------------------------------
+def render_when(when: datetime, now: datetime) -> str:
+    """`2026-11-21 (Sat, 3 days ago)`: the date, weekday and distance from now."""
+    days = (now.date() - when.astimezone(now.tzinfo or UTC).date()).days
+    if days == 0:
+        distance = "today"
+    elif days == 1:
+        distance = "yesterday"
+    elif days == -1:
+        distance = "tomorrow"
+    elif days > 0:
+        distance = f"{days} days ago" if days < 60 else f"{round(days / 30.44)} months ago"
+    else:
+        distance = f"in {-days} days"
+    return f"{when:%Y-%m-%d} ({when:%a}, {distance})"
+
+
+def _line(candidate: _Candidate, now: datetime, config: RecallConfig) -> str:
+    limit = (
+        config.max_summary_chars
+        if candidate.kind == "conversation_summary"
+        else config.max_item_chars
+    )
+    body = clip(candidate.content, limit)
+    if candidate.source == "handoff":
+        return f"- {body}"
+    if candidate.source == "task":
+        return f"- [{candidate.kind}] {body}"
+    prefix = f"{render_when(candidate.created_at, now)} " if candidate.created_at else ""
+    where = f"[{candidate.channel}] " if candidate.channel else ""
+    speaker = f"{candidate.kind}: " if candidate.source == "message" else ""
+    return f"- {prefix}{where}{speaker}{body}"
+
+
+def _header(now: datetime) -> str:
+    return f"# Memory context (now {now:%Y-%m-%d %a %H:%M} UTC)"
+
+
+def _render(items: list[ContextItem], now: datetime) -> str:
+    if not items:
+        return ""
+    parts = [_header(now)]
+    for section in SECTIONS:
+        lines = [item.text for item in items if item.section == section]
+        if lines:
+            parts.append(f"## {section}\n" + "\n".join(lines))
+    return "\n\n".join(parts)
+
+
+# -- candidates ------------------------------------------------------------------------
+_MEMORY_COLUMNS = (
+    "id, kind, content, created_at, channel, importance, session_id, source_message_ids, details"
+)
+
+
+ALL_KINDS: tuple[str, ...] = get_args(MemoryKind)
+
+
+@dataclass(frozen=True)
+class _MemoryChannel:
+    """Memories of `kinds` matching `where`: the newest `limit` of each kind (one index
+    range scan per kind on `memories_active`), then the best `limit` by `order`."""
+
+    name: str
+    why: str
+    kinds: tuple[str, ...]
+    limit: int
+    where: str = "true"
+    order: str = "created_at DESC"
+
+
+def _memory_channels(config: RecallConfig) -> list[_MemoryChannel]:
+    by_rank = "importance DESC, created_at DESC"
+    not_summaries = tuple(k for k in ALL_KINDS if k != "conversation_summary")
+    return [
+        _MemoryChannel("summaries", "recent conversation", ("conversation_summary",),
+                       config.summaries_n),
+        _MemoryChannel("open_threads", "open thread", ("open_thread",), config.pinned_n,
+                       "tags @> ARRAY['status:open']", by_rank),
+        _MemoryChannel("preferences", "preference", ("preference",), config.pinned_n,
+                       order=by_rank),
+        _MemoryChannel("recency", "recent", not_summaries, config.recency_n),
+        _MemoryChannel("importance",
+                       f"importance ≥ {config.importance_min} within {config.importance_days} days",
+                       not_summaries, config.importance_n,
+                       "importance >= :imin AND created_at >= :isince", by_rank),
+    ]  # fmt: skip
+
+
+def _memory_candidates(
+    db: DbSession,
+    namespace: str,
+    scope: SearchFilters,
+    channel: _MemoryChannel,
+    now: datetime,
+    config: RecallConfig,
+) -> list[_Candidate]:
+    params = {
+        "ns": namespace,
+        "limit": channel.limit,
+        "wanted": list(channel.kinds),
+        "imin": config.importance_min,
+        "isince": now - timedelta(days=config.importance_days),
+    }
+    where = where_sql("memory", scope, params)
+    rows = db.execute(
+        text(
+            f"SELECT m.* FROM unnest(CAST(:wanted AS text[])) AS w(kind_wanted) "
+            f"CROSS JOIN LATERAL (SELECT {_MEMORY_COLUMNS} FROM memories "
+            f"WHERE {where} AND kind = w.kind_wanted AND {channel.where} "
+            "ORDER BY created_at DESC LIMIT :limit) AS m "
+            f"ORDER BY {channel.order}, id DESC LIMIT :limit"
+        ),
+        params,
+    )
+    return [
+        _Candidate(
+            source="memory",
+            ref=f"memory:{row.id}",
+            kind=row.kind,
+            content=row.content,
+            created_at=row.created_at,
+            channel=row.channel or row.details.get("channel"),
+            importance=row.importance,
+            db_id=row.id,
+            session_id=row.session_id,
+            source_message_ids=list(row.source_message_ids),
+            channels={channel.name: channel.why},
+        )
+        for row in rows
+    ]
+
+
+def _task_candidates(
+    db: DbSession, namespace: str, user_id: str | None, limit: int
+) -> list[_Candidate]:
+    user = "AND (user_id = :uid OR user_id IS NULL)" if user_id else ""
+    rows = db.execute(
+        text(
+            "SELECT task_id, title, description, status, created_channel, created_at, due_at "
+            f"FROM tasks WHERE namespace = :ns AND status = ANY(:statuses) {user} "
+            "ORDER BY due_at NULLS LAST, created_at DESC, id DESC LIMIT :limit"
+        ),
+        {"ns": namespace, "uid": user_id, "statuses": list(ACTIVE_TASK_STATUSES), "limit": limit},
+    )
+    found = []
+    for row in rows:
+        content = row.title + (f": {row.description}" if row.description else "")
+        candidate = _Candidate(
+            source="task",
+            ref=f"task:{row.task_id}",
+            kind=row.status,
+            content=content,
+            created_at=row.created_at,
+            channel=row.created_channel,
+            importance=7,
+            channels={"tasks": f"active task ({row.status})"},
+        )
+        found.append(candidate)
+    return found
+
+
+def _handoff_candidate(namespace: str, user_id: str | None, now: datetime) -> list[_Candidate]:
+    handoff = peek_handoff(namespace, user_id)
+    if not handoff:
+        return []
+    when = datetime.fromisoformat(handoff["timestamp"])
+    minutes = max(0, round((now - when).total_seconds() / 60))
+    content = (
+        f"User is switching from {handoff['from_channel']} to {handoff['to_channel']} "
+        f"({minutes} min ago): {handoff['context_summary']}"
+    )
+    return [
+        _Candidate(
+            source="handoff",
+            ref="handoff",
+            kind="handoff",
+            content=content,
+            created_at=None,
+            importance=10,
+            channels={"handoff": "pending handoff from " + handoff["from_channel"]},
+        )
+    ]
+
+
+def _from_hit(hit: SearchHit, best: float, rank: int) -> _Candidate:
+    is_memory = hit.source == "memory"
+    ref = (
+        f"memory:{hit.id}" if is_memory else f"message:{hit.session_id}/{hit.source_message_ids[0]}"
+    )
+    signals = ", ".join(f"{k} {v:g}" for k, v in sorted(hit.parts.items()))
+    return _Candidate(
+        source=hit.source,
+        ref=ref,
+        kind=hit.kind,
+        content=hit.content,
+        created_at=hit.created_at,
+        channel=hit.channel,
+        importance=hit.importance,
+        db_id=hit.id,
+        session_id=hit.session_id,
+        source_message_ids=hit.source_message_ids,
+        channels={"relevance": f"relevance #{rank} ({signals})"},
+        relevance=hit.score / best if best else 0.0,
+        parts={f"search_{k}": v for k, v in hit.parts.items()},
+    )
+
+
+def _merge(groups: Iterable[list[_Candidate]]) -> list[_Candidate]:
+    """One candidate per ref; channels and relevance of repeats are combined."""
+    merged: dict[str, _Candidate] = {}
+    for group in groups:
+        for candidate in group:
+            seen = merged.get(candidate.ref)
+            if seen is None:
+                merged[candidate.ref] = candidate
+                continue
+            seen.channels.update(candidate.channels)
+            seen.relevance = max(seen.relevance, candidate.relevance)
+            seen.parts.update(candidate.parts)
+    return list(merged.values())
+
+
+# -- scoring, dedupe, packing ------------------------------------------------------------
+def _score(candidate: _Candidate, now: datetime, config: RecallConfig) -> None:
+    w = config.weights
+    importance = (candidate.importance or _MESSAGE_IMPORTANCE) / 10
+    recency = 1.0
+    if candidate.created_at is not None:
+        age_days = max(0.0, (now - candidate.created_at).total_seconds() / 86400)
+        recency = 0.5 ** (age_days / config.half_life_days)
+    pinned = w.pinned if _PINNED_CHANNELS & candidate.channels.keys() else 0.0
+    candidate.parts.update(
+        relevance=round(candidate.relevance, 4),
+        importance=round(importance, 4),
+        recency=round(recency, 4),
+        pinned=pinned,
+    )
+    candidate.score = round(
+        w.relevance * candidate.relevance
+        + w.importance * importance
+        + w.recency * recency
+        + pinned,
+        6,
+    )
+
+
+def _near_duplicates(
+    db: DbSession, candidates: list[_Candidate], threshold: float
+) -> set[frozenset[str]]:
+    """Pairs of refs whose embeddings have cosine similarity ≥ threshold."""
+    ids = {
+        source: {c.db_id: c.ref for c in candidates if c.source == source and c.db_id}
+        for source in ("memory", "message")
+    }
+    if not ids["memory"] and not ids["message"]:
+        return set()
+    rows = db.execute(
+        text(
+            "WITH c AS (SELECT 'memory' AS s, id, embedding FROM memories "
+            "WHERE id = ANY(:mem) AND embedding IS NOT NULL UNION ALL "
+            "SELECT 'message', id, embedding FROM messages "
+            "WHERE id = ANY(:msg) AND embedding IS NOT NULL) "
+            "SELECT a.s AS sa, a.id AS ia, b.s AS sb, b.id AS ib FROM c a JOIN c b "
+            "ON (a.s, a.id) < (b.s, b.id) WHERE (a.embedding <=> b.embedding) <= :d"
+        ),
+        {"mem": list(ids["memory"]), "msg": list(ids["message"]), "d": 1 - threshold},
+    )
+    return {frozenset((ids[r.sa][r.ia], ids[r.sb][r.ib])) for r in rows}
+
+
+def _duplicate_of(
+    candidate: _Candidate, kept: list[_Candidate], pairs: set[frozenset[str]]
+) -> str | None:
+    text_key = normalize_for_key(candidate.content)
+    for other in kept:
+        if normalize_for_key(other.content) == text_key:
+            return f"same text as {other.ref}"
+        if frozenset((candidate.ref, other.ref)) in pairs:
+            return f"near-duplicate of {other.ref}"
+        if (
+            candidate.source == "message"
+            and other.source == "memory"
+            and candidate.session_id == other.session_id
+            and candidate.source_message_ids[0] in other.source_message_ids
+        ):
+            return f"covered by {other.ref}, extracted from this turn"
+    return None
+
+
+def _dedupe(
+    db: DbSession, candidates: list[_Candidate], config: RecallConfig, excluded: list[Excluded]
+) -> list[_Candidate]:
+    pairs = _near_duplicates(db, candidates, config.duplicate_cosine)
+    kept: list[_Candidate] = []
+    # Memories before raw turns, so a turn is judged against what was extracted from it.
+    for candidate in sorted(candidates, key=lambda c: (c.source == "message", -c.score, c.ref)):
+        reason = _duplicate_of(candidate, kept, pairs)
+        if reason:
+            excluded.append(Excluded(candidate.ref, candidate.kind, reason, candidate.score))
+        else:
+            kept.append(candidate)
+    return kept
+
+
+def _why(candidate: _Candidate) -> str:
+    reasons = [candidate.channels[name] for name in sorted(candidate.channels)]
+    return "; ".join(reasons) + f"; score {candidate.score:g}"
+
+
+def _pack(
+    candidates: list[_Candidate],
+    max_tokens: int,
+    now: datetime,
+    config: RecallConfig,
+    excluded: list[Excluded],
+) -> list[ContextItem]:
+    """Greedy by value density; the handoff first. Token counts add up across the
+    whitespace that joins lines, so the sum is the block's exact count (verified after)."""
+    used = count_tokens(_header(now))
+    opened: set[str] = set()
+    items: list[ContextItem] = []
+    order = sorted(
+        ((c, count_tokens(_line(c, now, config))) for c in candidates),
+        key=lambda ct: (ct[0].source != "handoff", -ct[0].score / max(ct[1], 1), ct[0].ref),
+    )
+    for candidate, tokens in order:
+        section = candidate.section
+        cost = tokens + (0 if section in opened else count_tokens(f"## {section}"))
+        if used + cost > max_tokens:
+            excluded.append(
+                Excluded(candidate.ref, candidate.kind, "over the token budget", candidate.score)
+            )
+            continue
+        used += cost
+        opened.add(section)
+        items.append(
+            ContextItem(
+                ref=candidate.ref,
+                kind=candidate.kind,
+                section=section,
+                text=_line(candidate, now, config),
+                score=candidate.score,
+                tokens=tokens,
+                why=_why(candidate),
+                parts=candidate.parts,
+                memory_id=candidate.db_id if candidate.source == "memory" else None,
+                source_message_ids=candidate.source_message_ids,
+                created_at=candidate.created_at,
+            )
+        )
+    # Block order: sections in SECTIONS order; newest conversations first, else by score.
+    items.sort(
+        key=lambda i: (
+            SECTIONS.index(i.section),
+            -(i.created_at.timestamp() if i.created_at else 0)
+            if i.section == "Recent conversations"
+            else -i.score,
+            i.ref,
+        )
+    )
+    while items and count_tokens(_render(items, now)) > max_tokens:  # never over the budget
+        dropped = min(items, key=lambda i: (i.score / max(i.tokens, 1), i.ref))
+        items.remove(dropped)
+        excluded.append(Excluded(dropped.ref, dropped.kind, "over the token budget", dropped.score))
+    return items
+
+
+# -- the request -------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Request:
+    namespace: str
+    seed_text: str
+    max_tokens: int
+    user_id: str | None
+    channel: str | None
+    explain: bool
+    now: datetime
+    config: RecallConfig
+    pinned: bool = True  # recency, importance and pinned channels (off for topic shifts)
+    skip_refs: frozenset[str] = frozenset()
+    since_topic: str | None = None
+
+
+def owner_context(user_id: str | None, channel: str | None, config: RecallConfig) -> bool:
+    """Whether the caller is the user's main context, where their private memories show."""
+    if not user_id or not channel:
+        return False
+    return channel in config.main_channels or channel.endswith(":dm")
+
+
+def _scope(request: _Request) -> SearchFilters:
+    return SearchFilters(
+        user_id=request.user_id,
+        include_private=owner_context(request.user_id, request.channel, request.config),
+    )
+
+
+def _gather(db: DbSession, request: _Request, scope: SearchFilters) -> list[_Candidate]:
+    config, ns = request.config, request.namespace
+    groups: list[list[_Candidate]] = []
+    if request.seed_text.strip():
+        hits = search_in(
+            db,
+            ns,
+            request.seed_text,
+            limit=config.relevance_n,
+            filters=scope,
+            weights=config.fusion,
+            now=request.now,
+        )
+        best = hits[0].score if hits else 0.0
+        groups.append([_from_hit(hit, best, rank) for rank, hit in enumerate(hits, start=1)])
+    if request.pinned:
+        groups.append(_handoff_candidate(ns, request.user_id, request.now))
+        groups += [
+            _memory_candidates(db, ns, scope, channel, request.now, config)
+            for channel in _memory_channels(config)
+        ]
+        groups.append(_task_candidates(db, ns, request.user_id, config.pinned_n))
+    return _merge(groups)
+
+
+def _filtered_out(
+    db: DbSession, request: _Request, scope: SearchFilters, admitted: set[str]
+) -> list[Excluded]:
+    """Memories the seed matches that scoping hides: reported by id and reason only."""
+    if not request.seed_text.strip():
+        return []
+    audit = replace(scope, include_private=True, statuses=("active", *HIDDEN_STATUSES))
+    hits = search_in(
+        db,
+        request.namespace,
+        request.seed_text,
+        limit=request.config.relevance_n,
+        filters=audit,
+        sources=("memory",),
+        now=request.now,
+    )
+    found = []
+    for hit in hits:
+        ref = f"memory:{hit.id}"
+        if ref in admitted:
+            continue
+        if hit.status != "active":
+            found.append(Excluded(ref, hit.kind, f"status {hit.status}"))
+        elif hit.private and not scope.include_private:
+            found.append(Excluded(ref, hit.kind, "private: shown only in the owner's main context"))
+    return found
+
+
+def _log(db: DbSession, request: _Request, result: ContextResult) -> None:
+    details = {
+        "query_id": result.query_id,
+        "query": request.seed_text,
+        "topic": result.topic,
+        "since_topic": request.since_topic,
+        "user_id": request.user_id,
+        "channel": request.channel,
+        "max_tokens": request.max_tokens,
+        "tokens_injected": result.tokens_used,
+        "results": [{"ref": i.ref, "score": i.score} for i in result.items],
+        "excluded": len(result.excluded),
+    }
+    db.execute(
+        insert(MemoryLog).values(
+            namespace=request.namespace, action="recall", trigger="context", details=details
+        )
+    )
+
+
+def _recall(request: _Request) -> ContextResult:
+    excluded: list[Excluded] = []
+    scope = _scope(request)
+    with session_scope() as db:
+        candidates = []
+        for candidate in _gather(db, request, scope):
+            if candidate.ref in request.skip_refs:
+                excluded.append(Excluded(candidate.ref, candidate.kind, "already injected"))
+            else:
+                _score(candidate, request.now, request.config)
+                candidates.append(candidate)
+        kept = _dedupe(db, candidates, request.config, excluded)
+        items = _pack(kept, request.max_tokens, request.now, request.config, excluded)
+        if request.explain:
+            excluded += _filtered_out(db, request, scope, {c.ref for c in candidates})
+        block = _render(items, request.now)
+        result = ContextResult(
+            block=block,
+            items=items,
+            excluded=excluded if request.explain else [],
+            tokens_used=count_tokens(block),
+            query_id=str(uuid.uuid4()),
+            topic=topic_slug(request.seed_text) if request.seed_text.strip() else "general",
+        )
+        _log(db, request, result)
+    return result
+
+
+def context(
+    namespace: str,
+    seed_text: str,
+    max_tokens: int,
+    user_id: str | None = None,
+    channel: str | None = None,
+    explain: bool = False,
+    now: datetime | None = None,
+    config: RecallConfig | None = None,
+) -> ContextResult:
+    """The context block for a session of `user_id` on `channel`, at most `max_tokens`."""
+    if max_tokens < 0:
+        raise ValueError("max_tokens must be ≥ 0")
+    request = _Request(
+        namespace, seed_text, max_tokens, user_id, channel, explain,
+        now or datetime.now(UTC), config or RecallConfig(),
+    )  # fmt: skip
+    return _recall(request)
+
+
+def injected_for_topic(
+    namespace: str, topic: str, user_id: str | None, within: timedelta
+) -> frozenset[str]:
+    """Refs injected by recalls logged under `topic` (for this user) in the last `within`
+    (wall-clock time: when the recalls ran)."""
+    with session_scope() as db:
+        rows = db.execute(
+            text(
+                "SELECT details->'results' AS results FROM memory_log "
+                "WHERE namespace = :ns AND action = 'recall' AND details->>'topic' = :topic "
+                "AND created_at >= :since "
+                "AND (CAST(:uid AS text) IS NULL OR details->>'user_id' = :uid)"
+            ),
+            {"ns": namespace, "topic": topic, "since": datetime.now(UTC) - within, "uid": user_id},
+        )
+        return frozenset(item["ref"] for row in rows for item in row.results or [])
+
+
+def recall_since_topic(
+    namespace: str,
+    since_topic: str,
+    seed_text: str,
+    max_tokens: int,
+    user_id: str | None = None,
+    channel: str | None = None,
+    explain: bool = False,
+    now: datetime | None = None,
+    config: RecallConfig | None = None,
+    within: timedelta = timedelta(hours=24),
+) -> ContextResult:
+    """Topic-shift recall mid-session (R27): the items relevant to `seed_text` (the new
+    topic) that no recall logged under `since_topic` in the last `within` already injected.
+    Only the relevance channel runs; the pinned items are already in the session's block.
+    When the seed's topic slug equals `since_topic` (synonyms included), nothing is new."""
+    now = now or datetime.now(UTC)
+    request = _Request(
+        namespace, seed_text, max_tokens, user_id, channel, explain, now,
+        config or RecallConfig(), pinned=False,
+        skip_refs=injected_for_topic(namespace, since_topic, user_id, within),
+        since_topic=since_topic,
+    )  # fmt: skip
+    if topic_slug(seed_text) == since_topic:
+        request = replace(request, seed_text="")
+    return _recall(request)
+
+
+# -- listings for runtimes (R14) ---------------------------------------------------------
+def _listing(candidates: list[_Candidate]) -> list[dict[str, Any]]:
+    return [
+        {
+            "ref": c.ref,
+            "kind": c.kind,
+            "content": c.content,
+            "created_at": c.created_at.isoformat() if c.created_at else None,
+            "channel": c.channel,
+            "importance": c.importance,
+            "source_message_ids": c.source_message_ids,
+        }
+        for c in candidates
+    ]
+
+
+def _list_memories(
+    namespace: str, spec: _MemoryChannel, user_id: str | None, channel: str | None
+) -> list[dict[str, Any]]:
+    config = RecallConfig()
+    scope = SearchFilters(user_id=user_id, include_private=owner_context(user_id, channel, config))
+    with session_scope() as db:
+        return _listing(_memory_candidates(db, namespace, scope, spec, datetime.now(UTC), config))
+
+
+def recent_conversations(
+    namespace: str, *, limit: int = 10, user_id: str | None = None, channel: str | None = None
+) -> list[dict[str, Any]]:
+    """Conversation summaries across channels, newest first (scoped like `context`)."""
+    spec = _MemoryChannel("summaries", "", ("conversation_summary",), limit)
+    return _list_memories(namespace, spec, user_id, channel)
+
+
+def active_tasks(
+    namespace: str, *, limit: int = 100, user_id: str | None = None
+) -> list[dict[str, Any]]:
+    """Tasks pending, in progress or blocked, visible from every channel (R8)."""
+    with session_scope() as db:
+        return _listing(_task_candidates(db, namespace, user_id, limit))

@@ -1,0 +1,192 @@
+"""Query-side time expressions: "yesterday", "last weekend", "in March", "two weeks ago"…
+become a `[since, until)` window relative to `now` (in `now`'s time zone).
+
+Calendar phrases map to their calendar span (last week = the previous Monday–Sunday). Phrases
+that count back ("3 days ago", "a month ago") are fuzzy in speech, so they map to a window
+around that point: ±1 day for days, ±4 days for weeks, ±15 days for months, ±6 months for
+years. Recall uses the window as a boost plus an extra in-window candidate channel, never as
+a hard filter, so a loose reading costs little.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time, timedelta
+
+MONTHS = [
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+]
+WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
+_MONTH_ABBR = {m[:3]: i for i, m in enumerate(MONTHS, start=1)} | {"sept": 9}
+_NUMBERS = {
+    "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
+    "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12,
+    "a couple of": 2, "couple of": 2, "a few": 3, "few": 3, "several": 3,
+}  # fmt: skip
+_FUZZ = {"day": timedelta(days=1), "week": timedelta(days=4), "month": timedelta(days=15),
+         "year": timedelta(days=183)}  # fmt: skip
+_UNIT = {"day": timedelta(days=1), "week": timedelta(weeks=1), "month": timedelta(days=30.44),
+         "year": timedelta(days=365.25)}  # fmt: skip
+_MONTH_WORD = r"(?P<month>jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sept?(?:ember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+_COUNT = r"(?P<n>\d+|a couple of|couple of|a few|few|several|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
+
+
+@dataclass(frozen=True)
+class TimeRange:
+    """A half-open window `[since, until)` and the words of the query that expressed it."""
+
+    since: datetime
+    until: datetime
+    phrase: str
+
+    def contains(self, when: datetime) -> bool:
+        return self.since <= when < self.until
+
+
+def _midnight(day: date, now: datetime) -> datetime:
+    return datetime.combine(day, time.min, tzinfo=now.tzinfo or UTC)
+
+
+def _days(first: date, count: int, now: datetime) -> tuple[datetime, datetime]:
+    return _midnight(first, now), _midnight(first + timedelta(days=count), now)
+
+
+def _month_span(year: int, month: int, now: datetime) -> tuple[datetime, datetime]:
+    end = date(year + month // 12, month % 12 + 1, 1)
+    return _midnight(date(year, month, 1), now), _midnight(end, now)
+
+
+def _month_number(word: str) -> int:
+    return _MONTH_ABBR[word.lower()[:4] if word.lower().startswith("sept") else word.lower()[:3]]
+
+
+def _latest_month(month: int, year: str | None, now: datetime) -> tuple[datetime, datetime]:
+    """`month` of `year`, or its latest occurrence not after now."""
+    if year:
+        return _month_span(int(year), month, now)
+    return _month_span(now.year if month <= now.month else now.year - 1, month, now)
+
+
+def _ago(m: re.Match[str], now: datetime) -> tuple[datetime, datetime]:
+    raw = m.group("n").lower()
+    count = int(raw) if raw.isdigit() else _NUMBERS[raw]
+    unit = m.group("unit").lower()
+    point = now - count * _UNIT[unit]
+    if unit == "day":
+        return _days(point.date() - timedelta(days=1), 3, now)
+    return point - _FUZZ[unit], point + _FUZZ[unit]
+
+
+def _weekday(m: re.Match[str], now: datetime) -> tuple[datetime, datetime]:
+    wanted = WEEKDAYS.index(m.group("weekday").lower())
+    back = (now.weekday() - wanted) % 7 or 7  # the latest such day before today
+    return _days(now.date() - timedelta(days=back), 1, now)
+
+
+def _which(m: re.Match[str]) -> str:
+    """`last` / `this` / `past` / `the`, whichever alternative of the pattern matched."""
+    groups = m.groupdict()
+    return (groups.get("which") or groups.get("which2") or "last").lower()
+
+
+def _weekend(m: re.Match[str], now: datetime) -> tuple[datetime, datetime]:
+    today = now.date()
+    in_weekend = today.weekday() >= 5
+    saturday = today - timedelta(days=(today.weekday() - 5) % 7)
+    if _which(m) in ("last", "past") and in_weekend:
+        saturday -= timedelta(days=7)
+    return _days(saturday, 2, now)
+
+
+def _week(m: re.Match[str], now: datetime) -> tuple[datetime, datetime]:
+    monday = now.date() - timedelta(days=now.weekday())
+    if _which(m) == "last":
+        monday -= timedelta(days=7)
+    return _days(monday, 7, now)
+
+
+def _relative_month(m: re.Match[str], now: datetime) -> tuple[datetime, datetime]:
+    if _which(m) == "this":
+        return _month_span(now.year, now.month, now)
+    previous = now.month - 1 or 12
+    return _month_span(now.year - (now.month == 1), previous, now)
+
+
+def _year_span(year: int, now: datetime) -> tuple[datetime, datetime]:
+    return _midnight(date(year, 1, 1), now), _midnight(date(year + 1, 1, 1), now)
+
+
+def _relative_year(m: re.Match[str], now: datetime) -> tuple[datetime, datetime]:
+    return _year_span(now.year - (_which(m) == "last"), now)
+
+
+def _month_day(m: re.Match[str], now: datetime) -> tuple[datetime, datetime]:
+    month, day = _month_number(m.group("month")), int(m.group("day"))
+    year = int(m.group("year")) if m.group("year") else now.year
+    if not m.group("year") and date(year, month, min(day, 28)) > now.date():
+        year -= 1
+    return _days(date(year, month, day), 1, now)
+
+
+Resolver = Callable[[re.Match[str], datetime], tuple[datetime, datetime]]
+_RULES: list[tuple[str, Resolver]] = [
+    (r"\b(?P<y>\d{4})-(?P<mo>\d{2})-(?P<d>\d{2})\b",
+     lambda m, now: _days(date(int(m["y"]), int(m["mo"]), int(m["d"])), 1, now)),
+    (rf"\b{_MONTH_WORD}\.? (?P<day>\d{{1,2}})(?:st|nd|rd|th)?(?:,? (?P<year>\d{{4}}))?\b", _month_day),
+    (r"\bthe day before yesterday\b", lambda m, now: _days(now.date() - timedelta(days=2), 1, now)),
+    (r"\byesterday\b", lambda m, now: _days(now.date() - timedelta(days=1), 1, now)),
+    (r"\blast night\b", lambda m, now: (_midnight(now.date(), now) - timedelta(hours=12),
+                                         _midnight(now.date(), now) + timedelta(hours=6))),
+    (r"\b(?:today|this morning|this afternoon|this evening|tonight|earlier today)\b",
+     lambda m, now: _days(now.date(), 1, now)),
+    (rf"\b{_COUNT} (?P<unit>day|week|month|year)s? ago\b", _ago),
+    (r"\b(?P<which>last|this|past) ?weekend\b|\b(?P<which2>the) weekend\b",
+     _weekend),
+    (r"\b(?P<which>last|this) week\b", _week),
+    (r"\b(?P<which>last|this) month\b", _relative_month),
+    (r"\b(?P<which>last|this) year\b|\bearlier (?P<which2>this) year\b",
+     _relative_year),
+    (r"\b(?:on |last |this past )?(?P<weekday>monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b",
+     _weekday),
+    (rf"\b(?:in|during|back in|since|from) {_MONTH_WORD}(?: (?P<year>\d{{4}}))?\b",
+     lambda m, now: _latest_month(_month_number(m["month"]), m["year"], now)),
+    (r"\b(?:in|during|back in) (?P<year>(?:19|20)\d{2})\b",
+     lambda m, now: _year_span(int(m["year"]), now)),
+]  # fmt: skip
+_COMPILED = [(re.compile(pattern, re.IGNORECASE), resolve) for pattern, resolve in _RULES]
+
+
+def parse_time_range(text: str, now: datetime | None = None) -> TimeRange | None:
+    """The first time expression in `text` as a window relative to `now`, or None."""
+    now = now or datetime.now(UTC)
+    found: list[tuple[int, TimeRange]] = []
+    for pattern, resolve in _COMPILED:
+        match = pattern.search(text)
+        if match:
+            try:
+                since, until = resolve(match, now)
+            except (ValueError, KeyError):  # "February 31st" and other impossible dates
+                continue
+            found.append((match.start(), TimeRange(since, until, match.group(0))))
+    return min(found, key=lambda item: item[0])[1] if found else None
+
+
+def strip_phrase(text: str, window: TimeRange | None) -> str:
+    """`text` without the time phrase, so "last weekend" does not match every weekend."""
+    if window is None:
+        return text
+    stripped = re.sub(r"\s+", " ", text.replace(window.phrase, " ", 1)).strip()
+    return stripped or text

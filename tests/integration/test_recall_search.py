@@ -1,0 +1,72 @@
+"""search() on long conversations: time phrases, memories as keys of their source turns,
+neighbouring turns as context, and source message ids on every hit."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from continuum.ingest import ingest_batch
+from continuum.outbox import embed_pending
+from continuum.recall import SearchFilters, search
+from tests.support.events import turn
+
+NOW = datetime(2026, 11, 24, 9, 30, tzinfo=UTC)  # a Tuesday
+
+
+def session(session_id: str, when: datetime, lines: list[tuple[str, str]]) -> None:
+    events = []
+    for i, (role, content) in enumerate(lines):
+        event = turn(content, role=role, session_id=session_id, message_id=f"{session_id}-{i}")
+        event["ts"] = (when + timedelta(minutes=i)).isoformat()
+        events.append(event)
+    ingest_batch(events)
+
+
+def ids(hits: list[Any]) -> list[str]:
+    return [m for hit in hits for m in hit.source_message_ids]
+
+
+def test_time_phrase_finds_the_turn_from_that_time(db: Any) -> None:
+    for weeks in range(6):  # a hike every weekend; only one was last weekend
+        when = datetime(2026, 11, 21, 10, tzinfo=UTC) - timedelta(weeks=weeks)
+        session(f"w{weeks}", when, [("user", f"Went hiking with Sam, trail number {weeks + 3}.")])
+    embed_pending()
+    hits = search("pearl", "where did I go hiking last weekend?", limit=1, now=NOW)
+    assert ids(hits) == ["w0-0"]
+    assert "vector_in_window_rank" in hits[0].parts
+    plain = search("pearl", "where did I go hiking?", limit=6, now=NOW)
+    assert len(plain) == 6  # the phrase boosts, it does not filter
+    explicit = search("pearl", "hiking last weekend", filters=SearchFilters(
+        since=datetime(2026, 11, 1, tzinfo=UTC), until=datetime(2026, 11, 8, tzinfo=UTC)),
+        now=NOW)  # fmt: skip
+    assert ids(explicit) == ["w2-0"]  # explicit filters win over the phrase
+
+
+def test_a_memory_hit_scores_its_source_turn(db: Any) -> None:
+    session("s1", NOW - timedelta(days=3), [
+        ("user", "Morning! Quick thing before the grocery run."),
+        ("user", "Let's go with Hoffmann Landscaping for the garden, their quote is lower."),
+        ("assistant", "Great, noted."),
+    ])  # fmt: skip
+    embed_pending()
+    hits = search("pearl", "which company is doing the landscaping work?", limit=10, now=NOW)
+    source = next(h for h in hits if h.source == "message" and h.source_message_ids == ["s1-1"])
+    assert source.parts["memory_key"] > 0
+    memory = next(h for h in hits if h.source == "memory")
+    assert memory.source_message_ids == ["s1-1"]
+
+
+def test_neighbours_come_from_the_same_session(db: Any) -> None:
+    session("s1", NOW - timedelta(days=2), [
+        ("user", "What was the name of the vet?"),
+        ("assistant", "Dr. Okafor at the Elm Street clinic."),
+        ("user", "Thanks, book the cat's checkup there."),
+    ])  # fmt: skip
+    session("s2", NOW - timedelta(days=2, minutes=-2), [("user", "Unrelated other session.")])
+    embed_pending()
+    hits = search("pearl", "Okafor Elm Street clinic", limit=1, sources=("message",),
+                  neighbours=1, now=NOW)  # fmt: skip
+    assert ids(hits) == ["s1-1"]
+    assert [n["message_id"] for n in hits[0].neighbours] == ["s1-0", "s1-2"]
+    assert hits[0].as_dict()["neighbours"][0]["role"] == "user"
