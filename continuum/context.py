@@ -159,6 +159,7 @@ class _Candidate:
     session_id: str | None = None
     source_message_ids: list[str] = field(default_factory=list)
     channels: dict[str, str] = field(default_factory=dict)  # channel → why it was picked
+    covers: list[str] = field(default_factory=list)  # memory refs a task was created from
     relevance: float = 0.0
     parts: dict[str, float] = field(default_factory=dict)
     score: float = 0.0
@@ -311,7 +312,7 @@ def _task_candidates(
     user = "AND (user_id = :uid OR user_id IS NULL)" if user_id else ""
     rows = db.execute(
         text(
-            "SELECT task_id, title, description, status, created_channel, created_at, due_at "
+            "SELECT task_id, title, description, status, created_channel, created_at, due_at, tags "
             f"FROM tasks WHERE namespace = :ns AND status = ANY(:statuses) {user} "
             "ORDER BY due_at NULLS LAST, created_at DESC, id DESC LIMIT :limit"
         ),
@@ -329,6 +330,7 @@ def _task_candidates(
             channel=row.created_channel,
             importance=7,
             channels={"tasks": f"active task ({row.status})"},
+            covers=[tag for tag in row.tags if tag.startswith("memory:")],
         )
         found.append(candidate)
     return found
@@ -465,6 +467,17 @@ def _duplicate_of(
 def _dedupe(
     db: DbSession, candidates: list[_Candidate], config: RecallConfig, excluded: list[Excluded]
 ) -> list[_Candidate]:
+    tracked = {ref: c.ref for c in candidates if c.source == "task" for ref in c.covers}
+    for candidate in [c for c in candidates if c.ref in tracked]:
+        excluded.append(
+            Excluded(
+                candidate.ref,
+                candidate.kind,
+                f"tracked as {tracked[candidate.ref]}",
+                candidate.score,
+            )
+        )
+    candidates = [c for c in candidates if c.ref not in tracked]
     pairs = _near_duplicates(db, candidates, config.duplicate_cosine)
     kept: list[_Candidate] = []
     # Memories before raw turns, so a turn is judged against what was extracted from it.

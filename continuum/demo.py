@@ -11,15 +11,17 @@ from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
+from rich.panel import Panel
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from sqlalchemy import func, select
 
 from continuum.client import MemoryClient
 from continuum.config import get_settings
+from continuum.context import context
 from continuum.db import migrate
 from continuum.db.engine import session_scope
-from continuum.db.models import ProcessedEvent
+from continuum.db.models import ProcessedEvent, Session
 from continuum.embedded import EmbeddedServers
 from continuum.outbox import pending_counts
 from continuum.queries import list_sessions, recent_memories
@@ -67,15 +69,17 @@ def sample_events() -> tuple[str, list[list[dict[str, Any]]]]:
 
 
 def _processed(event_ids: list[str]) -> int:
+    """Events stored, plus sessions whose end-of-session work (summary, narrative) is done."""
     with session_scope() as db:
-        return int(
-            db.scalar(
-                select(func.count())
-                .select_from(ProcessedEvent)
-                .where(ProcessedEvent.event_id.in_([uuid.UUID(e) for e in event_ids]))
-            )
-            or 0
+        events = db.scalar(
+            select(func.count())
+            .select_from(ProcessedEvent)
+            .where(ProcessedEvent.event_id.in_([uuid.UUID(e) for e in event_ids]))
         )
+        finished = db.scalar(
+            select(func.count()).select_from(Session).where(Session.details.has_key("finished"))
+        )
+        return int(events or 0) + int(finished or 0)
 
 
 def run_demo(console: Console, keep_running: bool = False) -> None:
@@ -94,6 +98,7 @@ def run_demo(console: Console, keep_running: bool = False) -> None:
     console.print(f"[green]✓[/] Worker started (pid {worker.pid}, log {log_file})")
     try:
         namespace, batches = sample_events()
+        user_id = str(batches[0][0]["user_id"])
         client = MemoryClient(urls["broker_url"])
         event_ids: list[str] = []
         latencies = []
@@ -108,9 +113,9 @@ def run_demo(console: Console, keep_running: bool = False) -> None:
             f"[green]✓[/] Enqueued {len(event_ids)} events from {len(batches)} sessions "
             f"(enqueue p50 {latencies[len(latencies) // 2]:.2f} ms, p95 {p95:.2f} ms)"
         )
-        _wait(console, event_ids, worker)
+        _wait(console, event_ids, len(batches), worker)
         _wait_embedded(console, worker)
-        _report(console, namespace)
+        _report(console, namespace, user_id)
     finally:
         stop(worker)
         console.print("[green]✓[/] Worker stopped")
@@ -119,22 +124,23 @@ def run_demo(console: Console, keep_running: bool = False) -> None:
             console.print("[green]✓[/] Embedded servers stopped (data kept in .continuum/)")
 
 
-def _wait(console: Console, event_ids: list[str], worker: Any) -> None:
+def _wait(console: Console, event_ids: list[str], sessions: int, worker: Any) -> None:
     columns = (TextColumn("Processing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console) as progress:
-        bar = progress.add_task("events", total=len(event_ids))
+        total = len(event_ids) + sessions
+        bar = progress.add_task("events", total=total)
         deadline = time.monotonic() + PROCESS_TIMEOUT_S
-        while (done := _processed(event_ids)) < len(event_ids):
+        while (done := _processed(event_ids)) < total:
             progress.update(bar, completed=done)
             if worker.poll() is not None:
                 raise RuntimeError("the worker exited; see .continuum/logs/demo-worker.log")
             if time.monotonic() > deadline:
                 raise TimeoutError(
-                    f"only {done}/{len(event_ids)} events processed after {PROCESS_TIMEOUT_S}s; "
+                    f"only {done}/{total} events and session ends done after {PROCESS_TIMEOUT_S}s; "
                     "see .continuum/logs/demo-worker.log"
                 )
             time.sleep(0.2)
-        progress.update(bar, completed=len(event_ids))
+        progress.update(bar, completed=total)
 
 
 def _wait_embedded(console: Console, worker: Any) -> None:
@@ -152,7 +158,7 @@ def _wait_embedded(console: Console, worker: Any) -> None:
         progress.update(bar, completed=total)
 
 
-def _report(console: Console, namespace: str) -> None:
+def _report(console: Console, namespace: str, user_id: str) -> None:
     table = Table(title=f"Sessions in namespace '{namespace}'")
     for column in ("session", "channel", "messages", "started", "status"):
         table.add_column(column)
@@ -176,12 +182,18 @@ def _report(console: Console, namespace: str) -> None:
             ", ".join(memory.source_message_ids),
         )
     console.print(memories)
-    for query in ("which contractor is doing the backyard?", "how loud should you speak"):
-        hits = search(namespace, query, limit=3)
-        console.print(f"\n[bold]Recall:[/] {query!r}")
-        for hit in hits:
-            line = (
-                f"  {hit.score:.4f} [{hit.created_at:%Y-%m-%d %H:%M}] [{hit.channel}] "
-                f"{hit.source}:{hit.kind}: {hit.content}"
-            )
-            console.print(escape(line), highlight=False)
+    query = "which contractor is doing the backyard?"
+    console.print(f"\n[bold]Hybrid search:[/] {query!r}")
+    for hit in search(namespace, query, limit=3):
+        line = (
+            f"  {hit.score:.4f} [{hit.created_at:%Y-%m-%d %H:%M}] [{hit.channel}] "
+            f"{hit.source}:{hit.kind}: {hit.content}  ← {', '.join(hit.source_message_ids)}"
+        )
+        console.print(escape(line), highlight=False)
+    seed = "What did we decide about the garden?"
+    recall = context(namespace, seed, 600, user_id=user_id, channel="discord")
+    console.print(
+        f"\n[bold]Recall:[/] the context block a new Discord session starts with "
+        f"(seed {seed!r}, {recall.tokens_used}/600 tokens)"
+    )
+    console.print(Panel(escape(recall.block), expand=False))

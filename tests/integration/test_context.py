@@ -236,3 +236,15 @@ def test_render_when() -> None:
     assert render_when(NOW - timedelta(days=1), NOW) == "2026-11-23 (Mon, yesterday)"
     assert render_when(NOW + timedelta(days=2), NOW) == "2026-11-26 (Thu, in 2 days)"
     assert RecallConfig().main_channels == {"main", "dm", "direct"}
+
+
+def test_a_memory_tracked_as_a_task_appears_once(db: Any) -> None:
+    # Storing a reminder creates its task (tagged memory:<id>) in the same transaction.
+    memory_id = remember("Remind me to call Hoffmann about the drainage on Friday.", "follow_up",
+                         importance=8)  # fmt: skip
+    result = context("pearl", "Hoffmann drainage", 400, user_id="jason", now=NOW, explain=True)
+    assert [item.section for item in result.items if "Hoffmann" in item.text] == ["Active tasks"]
+    assert any(
+        gone.ref == f"memory:{memory_id}" and gone.reason.startswith("tracked as task:")
+        for gone in result.excluded
+    )

@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy import select
 
 from continuum import ephemeral
+from continuum.context import context
 from continuum.db.engine import session_scope
 from continuum.db.models import Memory, Session
 from tests.support.events import session_end, turn
@@ -55,6 +56,11 @@ def test_voice_decision_is_known_in_discord(
         != []
     )
     assert any(m.kind == "open_thread" and "drainage" in m.content for m in found)
+    # What the Discord runtime injects at session start.
+    block = context("pearl", "What did we decide?", 400, user_id="jason", channel="discord").block
+    assert "Hoffmann" in block and "voice" in block.lower()
+    assert "drainage" in block and "handoff" in block.lower()
+
     handoff = ephemeral.consume_handoff("pearl", "jason")
     assert handoff is not None and handoff["from_channel"] == "voice"
     assert ephemeral.consume_handoff("pearl", "jason") is None  # read once
