@@ -20,10 +20,17 @@ def main() -> None:
     started = time.perf_counter()
     with console.status("Starting benchmark servers…"):
         urls = bench_servers()
-    from bench import capture_bench, consolidation_bench, recall_bench, sync_backfill
+    from bench import (
+        capture_bench,
+        consolidation_bench,
+        pipeline_bench,
+        recall_bench,
+        sync_backfill,
+    )
 
     sections = []
-    for module in (capture_bench, sync_backfill, recall_bench, consolidation_bench):
+    modules = (capture_bench, pipeline_bench, sync_backfill, recall_bench, consolidation_bench)
+    for module in modules:
         for section in module.run(urls, quick=args.quick):
             console.print(section.table())
             sections.append(section)

