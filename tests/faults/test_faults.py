@@ -93,6 +93,23 @@ def test_sigkilled_worker_mid_batch_loses_and_duplicates_nothing(
     assert recovered_s < 30  # redelivery ≈ visibility timeout (10 s) + restore sweep (2 s)
 
 
+def test_task_of_a_killed_worker_runs_again_within_15_seconds(
+    db: Any, start_worker: Any, client: MemoryClient
+) -> None:
+    key = f"slow:{uuid.uuid4()}"
+    first = start_worker("w1")
+    client.app.send_task("tests.slow", args=[key, 3.0], queue=FAULT_QUEUE)
+    wait_for(lambda: get_redis().llen(f"{key}:starts") == 1, timeout=60)
+    kill(first)
+    killed_at = time.time()
+    start_worker("w2")
+    wait_for(lambda: get_redis().get(f"{key}:done"), timeout=60)
+    starts = [float(entry.split(":")[0]) for entry in get_redis().lrange(f"{key}:starts", 0, -1)]
+    redelivered_s = starts[1] - killed_at
+    print(f"\nredelivered {redelivered_s:.1f}s after SIGKILL (visibility 10 s + sweep 2 s)")
+    assert len(starts) == 2 and redelivered_s < 15
+
+
 def test_poison_message_is_dead_lettered_and_the_queue_keeps_flowing(
     db: Any, start_worker: Any, client: MemoryClient, settings_env: Any
 ) -> None:

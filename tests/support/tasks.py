@@ -34,3 +34,13 @@ def crash(self: ReliableTask, key: str) -> None:
     the `faults` queue, which only subprocess workers of the fault tests consume."""
     get_redis().incr(f"{key}:attempts")
     os.kill(os.getpid(), signal.SIGKILL)
+
+
+@app.task(name="tests.slow", base=ReliableTask, bind=True)
+def slow(self: ReliableTask, key: str, seconds: float) -> None:
+    """Records each start (time, pid), then works for `seconds`."""
+    import time
+
+    get_redis().rpush(f"{key}:starts", f"{time.time()}:{os.getpid()}")
+    time.sleep(seconds)
+    get_redis().set(f"{key}:done", "1")
