@@ -18,8 +18,6 @@ def main() -> None:
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     started = time.perf_counter()
-    with console.status("Starting benchmark servers…"):
-        urls = bench_servers()
     from bench import (
         capture_bench,
         consolidation_bench,
@@ -31,6 +29,10 @@ def main() -> None:
     sections = []
     modules = (capture_bench, pipeline_bench, sync_backfill, recall_bench, consolidation_bench)
     for module in modules:
+        # A fresh database per section: no section's rows (e.g. a backfill's 150k
+        # unembedded messages) can leak into another's measurements.
+        with console.status(f"Preparing a fresh database for {module.__name__}…"):
+            urls = bench_servers()
         for section in module.run(urls, quick=args.quick):
             console.print(section.table())
             sections.append(section)
