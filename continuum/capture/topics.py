@@ -23,7 +23,8 @@ STOP_WORDS = word_set(
     thank please sure maybe really actually just still already even well lot lots much
     many thing things stuff something anything get got getting make made go going gone
     goes use using used want wanted need needs needed like likes love think thought know
-    knew see say said tell told talk talked discuss let lets try trying plan planning
+    knew see say says said tell tells told ask asks asked talk talked discuss let lets try
+    trying plan planning quick
     decide decided decision user today tomorrow tonight yesterday week weekend month
     year day morning afternoon evening night next last time monday tuesday wednesday
     thursday friday saturday sunday am pm remind reminder prefer prefers preferred
