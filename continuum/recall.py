@@ -26,7 +26,7 @@ from continuum.timeparse import TimeRange, parse_time_range, strip_phrase
 
 CANDIDATES = 50
 # An OR of the query's stemmed lexemes: natural questions rarely share every word.
-OR_QUERY = "CAST(replace(CAST(plainto_tsquery('english', :q) AS text), '&', '|') AS tsquery)"
+OR_QUERY_TEXT = "replace(CAST(plainto_tsquery('english', :q) AS text), '&', '|')"
 Source = Literal["memory", "message"]
 
 
@@ -123,7 +123,9 @@ _COLUMNS = {
 _TABLES = {"memory": "memories", "message": "messages"}
 _CHANNEL_SQL = {  # channel → (row filter, signal, order of the signal)
     "vector": ("embedding IS NOT NULL", "embedding <=> CAST(:qv AS vector)", "ASC"),
-    "text": (f"tsv @@ {OR_QUERY}", f"ts_rank_cd(tsv, {OR_QUERY})", "DESC"),
+    # :tsq is computed once per search: inline, plainto_tsquery would run again for every
+    # ranked row (it is only STABLE), which cost 60 ms at 100k memories.
+    "text": ("tsv @@ CAST(:tsq AS tsquery)", "ts_rank_cd(tsv, CAST(:tsq AS tsquery))", "DESC"),
 }
 
 
@@ -276,7 +278,8 @@ def search_in(
     query = strip_phrase(query, window)
     embedder = get_embedder()
     params: dict[str, Any] = {"ns": namespace, "q": query, "n": candidates}
-    channels = ["text"]
+    params["tsq"] = db.execute(text(f"SELECT {OR_QUERY_TEXT}"), params).scalar() or ""
+    channels = ["text"] if params["tsq"] else []
     if embedder:
         params["qv"] = vector_literal(embedder.embed([query])[0])
         channels.insert(0, "vector")
