@@ -27,11 +27,11 @@ _BASELINE_SQL = {
 def _baseline(name: str, namespace: str, k: int) -> Ranker:
     from continuum.db.engine import session_scope
     from continuum.embedding import get_embedder, vector_literal
-    from continuum.recall import OR_QUERY
+    from continuum.recall import OR_QUERY_TEXT
 
     embedder = get_embedder()
     assert embedder is not None
-    sql = text(_BASELINE_SQL[name].format(q=OR_QUERY))
+    sql = text(_BASELINE_SQL[name].format(q=f"CAST({OR_QUERY_TEXT} AS tsquery)"))
 
     def rank(question: Question) -> list[str]:
         params = {"ns": namespace, "k": k, "now": question.now, "q": question.text}
