@@ -329,11 +329,11 @@ def search(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Hybrid search (meaning + words) over memories and messages, with source message ids."""
-    from continuum.recall import SearchFilters
+    from continuum.recall import SearchFilters, Source
     from continuum.recall import search as hybrid_search
 
     filters = SearchFilters(user_id=user_id, kinds=tuple(kind), tags=tuple(tag))
-    sources = ("memory",) if memories_only else ("memory", "message")
+    sources: tuple[Source, ...] = ("memory",) if memories_only else ("memory", "message")
     hits = hybrid_search(namespace, query, limit=limit, filters=filters, sources=sources)
     if as_json:
         print_json([hit.as_dict() for hit in hits])

@@ -179,13 +179,17 @@ def transcript(namespace: str, session_id: str) -> list[BufferedTurn]:
     return [BufferedTurn(**json.loads(item)) for item in raw]
 
 
-def add_stored_keys(namespace: str, session_id: str, keys: list[str]) -> None:
+def add_stored_keys(
+    namespace: str, session_id: str, keys: list[str], pipe: redis.client.Pipeline | None = None
+) -> None:
+    """Remember memory keys stored during a live session (R45); batchable in `pipe`."""
     if keys:
         stored = key(namespace, "stored-keys", session_id)
-        pipe = get_redis().pipeline(transaction=False)
-        pipe.sadd(stored, *(k.lower() for k in keys))
-        pipe.expire(stored, TRANSCRIPT_TTL_S)
-        pipe.execute()
+        p = pipe if pipe is not None else get_redis().pipeline(transaction=False)
+        p.sadd(stored, *(k.lower() for k in keys))
+        p.expire(stored, TRANSCRIPT_TTL_S)
+        if pipe is None:
+            p.execute()
 
 
 def stored_keys(namespace: str, session_id: str) -> set[str]:

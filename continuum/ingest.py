@@ -18,7 +18,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session as DbSession
 
-from continuum import deadletter, ephemeral, sessions
+from continuum import deadletter, ephemeral, metrics, sessions
 from continuum.capture import detect_key_moments, extract_entities, topic_slug
 from continuum.capture.models import CaptureTurn, MemoryCandidate
 from continuum.config import get_settings
@@ -211,9 +211,8 @@ def _previous_turn(db: DbSession, turn: TurnEvent) -> CaptureTurn | None:
     return from_message(row) if row is not None else None
 
 
-def _capture(db: DbSession, events: list[TurnEvent]) -> list[int]:
-    """Cheap key-moment detection on fresh turns (event-time order); store the memories and
-    remember their keys as stored during the session (R45)."""
+def _capture(db: DbSession, events: list[TurnEvent]) -> list[tuple[WriteContext, MemoryCandidate]]:
+    """Cheap key-moment detection on fresh turns (event-time order)."""
     items: list[tuple[WriteContext, MemoryCandidate]] = []
     previous: dict[tuple[str, str], CaptureTurn | None] = {}
     for event in events:
@@ -228,16 +227,19 @@ def _capture(db: DbSession, events: list[TurnEvent]) -> list[int]:
         )
         found = detect_key_moments(current, previous=previous[session])
         items += [(ctx, candidate) for candidate in found]
-        ephemeral.add_stored_keys(
-            event.namespace, event.session_id, [c.key for c in found if c.key]
-        )
         previous[session] = current
-    return store_candidates(db, items)
+    return items
 
 
-def _record_ephemeral(events: list[TurnEvent]) -> None:
-    """Registry, topic, recent and transcript buffers (idempotent, one Redis round trip)."""
+def _record_ephemeral(
+    events: list[TurnEvent], captured: list[tuple[WriteContext, MemoryCandidate]]
+) -> None:
+    """Registry, topic, recent and transcript buffers, and the keys stored during each
+    session (R45) — idempotent, one Redis round trip for the whole batch."""
     pipe = get_redis().pipeline(transaction=False)
+    for ctx, candidate in captured:
+        if candidate.key and ctx.session_id:
+            ephemeral.add_stored_keys(ctx.namespace, ctx.session_id, [candidate.key], pipe=pipe)
     for event in events:
         topic = topic_slug(event.content) if event.role == "user" else None
         ephemeral.record_turn(
@@ -284,7 +286,8 @@ def ingest_batch(payloads: Sequence[Any], task_id: str | None = None) -> IngestR
         stored = [event for event in turn_events if not settings.is_private(event.namespace)]
         result.new_turns = _insert_turns(db, stored)
         result.messages_inserted = len(result.new_turns)
-        memory_ids = _capture(db, turn_events)
+        captured = _capture(db, turn_events)
+        memory_ids = store_candidates(db, captured)
         for event in fresh:
             if isinstance(event, IdleEvent):
                 snapshot = sessions.snapshot_idle(db, event.namespace, event.session_id)
@@ -297,5 +300,6 @@ def ingest_batch(payloads: Sequence[Any], task_id: str | None = None) -> IngestR
         result.sessions_ended = len(ends)
         result.finish = [event_payload(end) for end in ends]
         # Redis state last: if it fails the transaction rolls back and the batch is retried.
-        _record_ephemeral(turn_events)
+        _record_ephemeral(turn_events, captured)
+    metrics.incr(metrics.MEMORIES_STORED, result.memories_stored)
     return result

@@ -26,7 +26,7 @@ class MessageHit:
     rank: float = 0.0
 
 
-def _hits(rows: Iterable[Any]) -> list[MessageHit]:
+def message_hits(rows: Iterable[Any]) -> list[MessageHit]:
     """Rows of (Message, rank) as hits."""
     return [
         MessageHit(
@@ -69,7 +69,7 @@ def search_messages(
     if user_id:
         stmt = stmt.where(Message.user_id == user_id)
     with session_scope() as db:
-        return _hits(db.execute(stmt).all())
+        return message_hits(db.execute(stmt).all())
 
 
 def recent_messages(namespace: str, *, limit: int = 20) -> list[MessageHit]:
@@ -81,7 +81,7 @@ def recent_messages(namespace: str, *, limit: int = 20) -> list[MessageHit]:
         .limit(limit)
     )
     with session_scope() as db:
-        return list(reversed(_hits(db.execute(stmt).all())))
+        return list(reversed(message_hits(db.execute(stmt).all())))
 
 
 def day_messages(namespace: str, day: date, tz: timezone = UTC) -> list[MessageHit]:
@@ -97,7 +97,7 @@ def day_messages(namespace: str, day: date, tz: timezone = UTC) -> list[MessageH
         .order_by(Message.created_at, Message.id)
     )
     with session_scope() as db:
-        return _hits(db.execute(stmt).all())
+        return message_hits(db.execute(stmt).all())
 
 
 def get_session(namespace: str, session_id: str) -> Session | None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict, Unpack
 
 from sqlalchemy import text
 from sqlalchemy.orm import Session as DbSession
@@ -305,31 +305,21 @@ def search_in(
     return hits
 
 
-def search(
-    namespace: str,
-    query: str,
-    *,
-    limit: int = 10,
-    filters: SearchFilters | None = None,
-    sources: tuple[Source, ...] = ("memory", "message"),
-    candidates: int = CANDIDATES,
-    weights: FusionWeights | None = None,
-    now: datetime | None = None,
-    neighbours: int = 0,
-) -> list[SearchHit]:
+class SearchOptions(TypedDict, total=False):
+    """Keyword options of `search` (same meaning as in `search_in`)."""
+
+    limit: int
+    filters: SearchFilters | None
+    sources: tuple[Source, ...]
+    candidates: int
+    weights: FusionWeights | None
+    now: datetime | None
+    neighbours: int
+
+
+def search(namespace: str, query: str, **options: Unpack[SearchOptions]) -> list[SearchHit]:
     """The `limit` best hits for `query` by reciprocal-rank fusion of vector and text ranks
     (plus in-window ranks when the query names a time, relative to `now`); `neighbours=n`
     attaches the n turns around each message hit."""
     with session_scope() as db:
-        return search_in(
-            db,
-            namespace,
-            query,
-            limit=limit,
-            filters=filters,
-            sources=sources,
-            candidates=candidates,
-            weights=weights,
-            now=now,
-            neighbours=neighbours,
-        )
+        return search_in(db, namespace, query, **options)

@@ -16,7 +16,7 @@ from sqlalchemy import ARRAY, ColumnElement, Select, Text, cast, func, literal, 
 
 from continuum.db.engine import session_scope
 from continuum.db.models import CronReport, Memory, Message, Session
-from continuum.queries import MessageHit, _hits
+from continuum.queries import MessageHit, message_hits
 
 Ts = TypeVarTuple("Ts")
 
@@ -98,7 +98,7 @@ def messages(
     time_order = Message.created_at.asc() if filters.oldest_first else Message.created_at.desc()
     stmt = stmt.order_by(time_order, Message.id)
     with session_scope() as db:
-        return _hits([(message, rank) for message, rank in db.execute(stmt)])
+        return message_hits(db.execute(stmt).all())
 
 
 def memories(namespaces: Sequence[str], filters: MemoryFilters, window: Window) -> list[Memory]:

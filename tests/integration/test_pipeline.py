@@ -63,6 +63,10 @@ def test_batches_go_out_as_one_task(db: Any, worker: Any, client: Any) -> None:
     ids = client.emit_many(events)
     wait_for(lambda: processed(ids) == 50)
     assert rows(Message) == 50
+    # One task means one transaction: every event was claimed at the same now().
+    with session_scope() as db_session:
+        stamps = db_session.scalar(select(func.count(func.distinct(ProcessedEvent.processed_at))))
+    assert stamps == 1
 
 
 def test_sdk_refuses_invalid_events_before_enqueueing(db: Any, client: Any) -> None:
