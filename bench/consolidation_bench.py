@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import psycopg
+from pgvector import HalfVector
 
 from bench.common import Section, timed
 
@@ -29,7 +30,7 @@ COLUMNS = (
     "source_message_ids, embedding"
 )
 TYPES = ["text"] * 5 + ["text[]", "int2", "text", "int2"] + ["text"] * 4
-TYPES += ["timestamptz", "timestamptz", "text[]", "vector"]
+TYPES += ["timestamptz", "timestamptz", "text[]", "halfvec"]
 BASELINE_SQL = "SELECT kind, key, count(*) FROM memories WHERE namespace = %s GROUP BY kind, key"
 
 
@@ -91,7 +92,7 @@ def _generate(url: str, count: int, seed: int = 7) -> None:
                         f"key_{keys[i] % 100}" if contested else None,
                         str(row % 3) if contested else None,
                         hashlib.md5(str(row).encode()).hexdigest(), created, created,
-                        [f"m{row}"], vectors[i],
+                        [f"m{row}"], HalfVector(vectors[i]),
                     ))  # fmt: skip
         conn.execute("ANALYZE memories")
         conn.commit()

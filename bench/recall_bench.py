@@ -17,27 +17,29 @@ Ranker = Callable[[Question], list[str]]
 _BASELINE_SQL = {
     "recency": "SELECT message_id FROM messages WHERE namespace = :ns AND created_at <= :now "
     "ORDER BY created_at DESC LIMIT :k",
-    "full text": "SELECT message_id FROM messages WHERE namespace = :ns AND tsv @@ {q} "
-    "ORDER BY ts_rank_cd(tsv, {q}) DESC LIMIT :k",
+    "full text": "SELECT message_id FROM messages WHERE namespace = :ns "
+    "AND tsv @@ CAST(:tsq AS tsquery) ORDER BY ts_rank_cd(tsv, CAST(:tsq AS tsquery)) DESC LIMIT :k",
     "vector": "SELECT message_id FROM messages WHERE namespace = :ns "
-    "ORDER BY embedding <=> CAST(:qv AS vector) LIMIT :k",
+    "ORDER BY embedding <=> CAST(:qv AS halfvec) LIMIT :k",
 }
 
 
 def _baseline(name: str, namespace: str, k: int) -> Ranker:
     from continuum.db.engine import session_scope
     from continuum.embedding import get_embedder, vector_literal
-    from continuum.recall import OR_QUERY_TEXT
+    from continuum.textquery import or_query, query_lexemes
 
     embedder = get_embedder()
     assert embedder is not None
-    sql = text(_BASELINE_SQL[name].format(q=f"CAST({OR_QUERY_TEXT} AS tsquery)"))
+    sql = text(_BASELINE_SQL[name])
 
     def rank(question: Question) -> list[str]:
-        params = {"ns": namespace, "k": k, "now": question.now, "q": question.text}
+        params = {"ns": namespace, "k": k, "now": question.now}
         if name == "vector":
             params["qv"] = vector_literal(embedder.embed([question.text])[0])
         with session_scope() as db:
+            if name == "full text":  # every lexeme of the question, OR-ed, unbounded
+                params["tsq"] = or_query(query_lexemes(db, question.text))
             return [row.message_id for row in db.execute(sql, params)]
 
     return rank
@@ -140,7 +142,7 @@ def _fill(first: int, last: int, now: datetime, dim: int) -> None:
         db.execute(text("SET LOCAL maintenance_work_mem = '1GB'"))
         db.execute(
             text(
-                "CREATE INDEX memories_embedding ON memories USING hnsw (embedding vector_cosine_ops)"
+                "CREATE INDEX memories_embedding ON memories USING hnsw (embedding halfvec_cosine_ops)"
             )
         )
         db.execute(text("ANALYZE memories"))

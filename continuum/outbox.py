@@ -64,7 +64,7 @@ def embed_batch(table: str, embedder: Embedder, batch_size: int) -> int:
         vectors = embedder.embed([row.content for row in rows])
         db.execute(
             text(
-                f"UPDATE {table} AS t SET embedding = v.e::vector "
+                f"UPDATE {table} AS t SET embedding = v.e::halfvec "
                 "FROM unnest(CAST(:ids AS bigint[]), CAST(:vecs AS text[])) AS v(id, e) "
                 "WHERE t.id = v.id"
             ),
@@ -114,11 +114,11 @@ def reset_embeddings() -> dict[str, int]:
             result = db.execute(text(f"UPDATE {table} SET embedding = NULL"))
             cleared[table] = int(result.rowcount or 0)  # type: ignore[attr-defined]
             db.execute(text(f"DROP INDEX IF EXISTS {table}_embedding"))
-            db.execute(text(f"ALTER TABLE {table} ALTER COLUMN embedding TYPE vector({dim})"))
+            db.execute(text(f"ALTER TABLE {table} ALTER COLUMN embedding TYPE halfvec({dim})"))
             db.execute(
                 text(
                     f"CREATE INDEX {table}_embedding ON {table} "
-                    "USING hnsw (embedding vector_cosine_ops)"
+                    "USING hnsw (embedding halfvec_cosine_ops)"
                 )
             )
         db.execute(text("DELETE FROM system_state WHERE key = :k"), {"k": MODEL_STATE_KEY})

@@ -22,11 +22,10 @@ from sqlalchemy.orm import Session as DbSession
 from continuum.capture.text import normalize_for_key
 from continuum.db.engine import session_scope
 from continuum.embedding import get_embedder, vector_literal
+from continuum.textquery import MATCH_CAP, plan, query_lexemes, table_stats
 from continuum.timeparse import TimeRange, parse_time_range, strip_phrase
 
 CANDIDATES = 50
-# An OR of the query's stemmed lexemes: natural questions rarely share every word.
-OR_QUERY_TEXT = "replace(CAST(plainto_tsquery('english', :q) AS text), '&', '|')"
 Source = Literal["memory", "message"]
 
 
@@ -121,11 +120,15 @@ _COLUMNS = {
     " ARRAY[message_id] AS source_message_ids, 'active' AS status, false AS private",
 }
 _TABLES = {"memory": "memories", "message": "messages"}
-_CHANNEL_SQL = {  # channel → (row filter, signal, order of the signal)
-    "vector": ("embedding IS NOT NULL", "embedding <=> CAST(:qv AS vector)", "ASC"),
-    # :tsq is computed once per search: inline, plainto_tsquery would run again for every
-    # ranked row (it is only STABLE), which cost 60 ms at 100k memories.
-    "text": ("tsv @@ CAST(:tsq AS tsquery)", "ts_rank_cd(tsv, CAST(:tsq AS tsquery))", "DESC"),
+_CHANNEL_SQL = {  # channel → SELECT of the `:n` best rows of `{table}` passing `{where}`
+    "vector": "SELECT {columns}, embedding <=> CAST(:qv AS halfvec) AS signal FROM {table} "
+    "WHERE {where} AND embedding IS NOT NULL ORDER BY signal LIMIT :n",
+    # Rows are selected by the planned match query (at most :cap of them, see textquery)
+    # and ranked on every lexeme of the question.
+    "text": "SELECT *, ts_rank_cd(tsv, CAST(:tsq_{source} AS tsquery)) AS signal FROM ("
+    "SELECT {columns}, tsv FROM {table} WHERE {where} "
+    "AND tsv @@ CAST(:tsm_{source} AS tsquery) LIMIT :cap) AS matched "
+    "ORDER BY signal DESC LIMIT :n",
 }
 
 
@@ -148,10 +151,8 @@ def _hit(source: Source, row: Any) -> SearchHit:
 def _ranked(
     db: DbSession, source: Source, channel: str, where: str, params: dict[str, Any]
 ) -> list[tuple[Any, float]]:
-    match, signal, direction = _CHANNEL_SQL[channel]
-    sql = (
-        f"SELECT {_COLUMNS[source]}, {signal} AS signal FROM {_TABLES[source]} "
-        f"WHERE {where} AND {match} ORDER BY signal {direction} LIMIT :n"
+    sql = _CHANNEL_SQL[channel].format(
+        columns=_COLUMNS[source], table=_TABLES[source], where=where, source=source
     )
     return [(row, float(row.signal)) for row in db.execute(text(sql), params)]
 
@@ -277,9 +278,12 @@ def search_in(
         window = parse_time_range(query, now)
     query = strip_phrase(query, window)
     embedder = get_embedder()
-    params: dict[str, Any] = {"ns": namespace, "q": query, "n": candidates}
-    params["tsq"] = db.execute(text(f"SELECT {OR_QUERY_TEXT}"), params).scalar() or ""
-    channels = ["text"] if params["tsq"] else []
+    params: dict[str, Any] = {"ns": namespace, "n": candidates, "cap": MATCH_CAP}
+    lexemes = query_lexemes(db, query)
+    for source in sources:
+        planned = plan(lexemes, table_stats.get(db, _TABLES[source]), namespace)
+        params[f"tsq_{source}"], params[f"tsm_{source}"] = planned.rank, planned.match
+    channels = ["text"] if lexemes else []
     if embedder:
         params["qv"] = vector_literal(embedder.embed([query])[0])
         channels.insert(0, "vector")

@@ -7,7 +7,7 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from pgvector.sqlalchemy import Vector
+from pgvector.sqlalchemy import HALFVEC
 from sqlalchemy import (
     ARRAY,
     BigInteger,
@@ -82,7 +82,7 @@ class Message(Base):
     event_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
     details: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default="{}")
     tsv: Mapped[Any] = mapped_column(TSVECTOR, Computed(TSV_MESSAGES, persisted=True))
-    embedding: Mapped[Any] = mapped_column(Vector(EMBEDDING_DIM), nullable=True)
+    embedding: Mapped[Any] = mapped_column(HALFVEC(EMBEDDING_DIM), nullable=True)
 
 
 class CronReport(Base):
@@ -154,7 +154,7 @@ class Memory(Base):
     last_accessed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     access_count: Mapped[int] = mapped_column(Integer, server_default="0")
     tsv: Mapped[Any] = mapped_column(TSVECTOR, Computed(TSV_MEMORIES, persisted=True))
-    embedding: Mapped[Any] = mapped_column(Vector(EMBEDDING_DIM), nullable=True)
+    embedding: Mapped[Any] = mapped_column(HALFVEC(EMBEDDING_DIM), nullable=True)
 
 
 class UserTask(Base):

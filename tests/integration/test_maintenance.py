@@ -52,7 +52,7 @@ def _add(content: str, *, ns: str = "pearl", days: float = 1, **columns: Any) ->
         **columns,
     }
     names = ", ".join(row)
-    values = ", ".join(f"CAST(:{k} AS vector)" if k == "embedding" else f":{k}" for k in row)
+    values = ", ".join(f"CAST(:{k} AS halfvec)" if k == "embedding" else f":{k}" for k in row)
     with session_scope() as db:
         return int(
             db.execute(
@@ -139,7 +139,7 @@ def test_forget_purges_every_trace(mdb: Any) -> None:
     redis.sadd("continuum:pearl:session:voice-1:stored", str(follow), str(kept))
     with session_scope() as db:
         db.execute(
-            text("UPDATE memories SET embedding = CAST(:v AS vector)"), {"v": _vector((0, 1))}
+            text("UPDATE memories SET embedding = CAST(:v AS halfvec)"), {"v": _vector((0, 1))}
         )
         assert db.scalars(select(UserTask.title)).all()  # the follow-up made a task
     tools.forget_memory(memory_id=follow)

@@ -6,8 +6,11 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from sqlalchemy import text
+
+from continuum.db.engine import session_scope
 from continuum.ingest import ingest_batch
-from continuum.outbox import embed_pending
+from continuum.outbox import embed_pending, reset_embeddings
 from continuum.recall import SearchFilters, search
 from tests.support.events import turn
 
@@ -70,3 +73,30 @@ def test_neighbours_come_from_the_same_session(db: Any) -> None:
     assert ids(hits) == ["s1-1"]
     assert [n["message_id"] for n in hits[0].neighbours] == ["s1-0", "s1-2"]
     assert hits[0].as_dict()["neighbours"][0]["role"] == "user"
+
+
+def test_reembedding_keeps_half_precision_vectors_and_their_index(db: Any) -> None:
+    session("r1", NOW - timedelta(days=3), [("user", "The boiler pressure gauge reads 0.4 bar.")])
+    embed_pending()
+    cleared = reset_embeddings()
+    assert cleared["messages"] >= 1
+    unembedded = search("pearl", "boiler pressure", limit=1, now=NOW)
+    assert "vector_rank" not in unembedded[0].parts  # found by its words alone meanwhile
+    embed_pending()
+    hit = search("pearl", "heating pressure", limit=1, now=NOW)[0]
+    assert ids([hit]) == ["r1-0"] and "vector_rank" in hit.parts
+    with session_scope() as conn:
+        kinds = conn.execute(
+            text(
+                "SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
+                "WHERE attname = 'embedding' AND attrelid IN ('memories'::regclass, "
+                "'messages'::regclass)"
+            )
+        ).scalars()
+        assert set(kinds) == {"halfvec(384)"}
+        indexes = conn.execute(
+            text("SELECT indexdef FROM pg_indexes WHERE indexname LIKE '%\\_embedding'")
+        ).scalars()
+        assert sorted(i.split(" USING ")[1] for i in indexes) == [
+            "hnsw (embedding halfvec_cosine_ops)"
+        ] * 2

@@ -1,0 +1,186 @@
+"""Full-text query planning: which rows a search's text channel may match, bounded by corpus
+statistics so its cost does not grow with the tenant.
+
+A natural question is matched as an OR of its stemmed lexemes and ranked with ts_rank_cd,
+which reads every matching row. That is right for a small tenant, but at a million rows an
+OR of four everyday words matches ~70k rows and costs ~130 ms. Ranking engines solve this
+by skipping documents that can only match uninformative terms (MaxScore/WAND); this module
+does the same in Postgres terms, from the lexeme frequencies ANALYZE already keeps
+(`pg_stats.most_common_elems`) and the tenant's share of the table:
+
+- when the whole OR is expected to match at most `budget` rows, it is used as is;
+- otherwise rows are matched on the rare lexemes alone, then on pairs of the common ones
+  (a row holding two of them is worth ranking), then on all of them together, as long as
+  the expected matches stay within budget. Ranking still scores every query lexeme;
+- whatever the plan, one ranking reads at most `MATCH_CAP` rows, so stale statistics or
+  a one-word query cannot make it scan the tenant.
+
+A row that only holds one everyday word is left to the vector channel, which finds
+paraphrases anyway.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import text
+from sqlalchemy.orm import Session as DbSession
+
+MATCH_BUDGET = 4000  # expected rows one text ranking may read
+MATCH_CAP = 3 * MATCH_BUDGET  # rows it does read at most, should the statistics be wrong
+STATS_TTL_S = 60.0
+
+_STATS_SQL = text(
+    """
+    SELECT c.reltuples,
+           t.most_common_elems::text::text[] AS elems, t.most_common_elem_freqs AS elem_freqs,
+           n.most_common_vals::text::text[] AS namespaces, n.most_common_freqs AS ns_freqs,
+           n.n_distinct, n.null_frac
+    FROM pg_class c
+    LEFT JOIN pg_stats t ON t.schemaname = current_schema() AND t.tablename = c.relname
+                        AND t.attname = 'tsv'
+    LEFT JOIN pg_stats n ON n.schemaname = current_schema() AND n.tablename = c.relname
+                        AND n.attname = 'namespace'
+    WHERE c.oid = to_regclass(:table)
+    """
+)
+
+
+@dataclass(frozen=True)
+class TableStats:
+    """What ANALYZE last saw of one table's `tsv` and `namespace` columns."""
+
+    rows: float = 0.0
+    lexeme_freqs: dict[str, float] = field(default_factory=dict)
+    unlisted_lexeme_freq: float = 0.0  # upper bound for a lexeme not in the common list
+    namespace_freqs: dict[str, float] = field(default_factory=dict)
+    unlisted_namespace_freq: float = 1.0
+
+    def expected_rows(self, namespace: str, lexemes: tuple[str, ...]) -> float:
+        """Rows of `namespace` expected to hold every one of `lexemes` (independence)."""
+        share = self.namespace_freqs.get(namespace, self.unlisted_namespace_freq)
+        estimate = self.rows * share
+        for lexeme in lexemes:
+            estimate *= self.lexeme_freqs.get(lexeme, self.unlisted_lexeme_freq)
+        return estimate
+
+    @classmethod
+    def from_row(cls, row: Any) -> TableStats:
+        if row is None:
+            return cls()
+        rows = max(float(row.reltuples or 0), 0.0)
+        lexeme_freqs: dict[str, float] = {}
+        unlisted_lexeme = 0.0  # no statistics yet: plan the full OR, the cap bounds it
+        if row.elems and row.elem_freqs:
+            # most_common_elem_freqs ends with the min and max frequency and the null one.
+            lexeme_freqs = dict(zip(row.elems, row.elem_freqs, strict=False))
+            unlisted_lexeme = float(row.elem_freqs[len(row.elems)])  # the listed minimum
+        namespace_freqs: dict[str, float] = {}
+        unlisted_namespace = 1.0
+        if row.namespaces and row.ns_freqs:
+            namespace_freqs = dict(zip(row.namespaces, row.ns_freqs, strict=True))
+            distinct = row.n_distinct if row.n_distinct > 0 else -row.n_distinct * rows
+            others = max(distinct - len(namespace_freqs), 1.0)
+            rest = max(1.0 - sum(namespace_freqs.values()) - (row.null_frac or 0.0), 0.0)
+            unlisted_namespace = rest / others
+        return cls(rows, lexeme_freqs, unlisted_lexeme, namespace_freqs, unlisted_namespace)
+
+
+class _StatsCache:
+    """Table statistics per process, re-read at most once a minute."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._entries: dict[str, tuple[float, TableStats]] = {}
+
+    def get(self, db: DbSession, table: str) -> TableStats:
+        now = time.monotonic()
+        with self._lock:
+            entry = self._entries.get(table)
+        if entry and now - entry[0] < STATS_TTL_S:
+            return entry[1]
+        stats = TableStats.from_row(db.execute(_STATS_SQL, {"table": table}).first())
+        with self._lock:
+            self._entries[table] = (now, stats)
+        return stats
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+
+table_stats = _StatsCache()
+
+
+def quote_lexeme(lexeme: str) -> str:
+    """`lexeme` as a tsquery operand: quoted, so no character in it is an operator."""
+    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def or_query(lexemes: tuple[str, ...]) -> str:
+    return " | ".join(quote_lexeme(lexeme) for lexeme in lexemes)
+
+
+@dataclass(frozen=True)
+class TextQuery:
+    """`rank` scores rows (every lexeme of the question); `match` selects the rows ranked."""
+
+    rank: str
+    match: str
+    bounded: bool  # True when `match` is narrower than `rank`
+
+
+def plan(
+    lexemes: tuple[str, ...], stats: TableStats, namespace: str, budget: int = MATCH_BUDGET
+) -> TextQuery:
+    """The match clause for `lexemes` whose expected row count stays within `budget`."""
+    full = or_query(lexemes)
+    expected = min(
+        sum(stats.expected_rows(namespace, (lexeme,)) for lexeme in lexemes),
+        stats.expected_rows(namespace, ()),  # no more than the tenant has
+    )
+    if expected <= budget:
+        return TextQuery(full, full, bounded=False)
+    by_rarity = sorted(lexemes, key=lambda x: (stats.expected_rows(namespace, (x,)), x))
+    clauses: list[str] = []
+    spent = 0.0
+    common: list[str] = []
+    for lexeme in by_rarity:
+        cost = stats.expected_rows(namespace, (lexeme,))
+        if not common and spent + cost <= budget:
+            clauses.append(quote_lexeme(lexeme))
+            spent += cost
+        else:
+            common.append(lexeme)
+    pairs = sorted(
+        itertools.combinations(common, 2),
+        key=lambda pair: (stats.expected_rows(namespace, pair), pair),
+    )
+    fitted = 0
+    for pair in pairs:
+        cost = stats.expected_rows(namespace, pair)
+        if spent + cost > budget:
+            break
+        clauses.append(_all_of(pair))
+        spent += cost
+        fitted += 1
+    if fitted < len(pairs) and len(common) > 2:  # a row holding all of them still counts
+        clauses.append(_all_of(tuple(common)))
+    # Nothing selective at all (one everyday word): rank the first rows found, up to the cap.
+    return TextQuery(full, " | ".join(clauses) or full, bounded=True)
+
+
+def _all_of(lexemes: tuple[str, ...]) -> str:
+    return "(" + " & ".join(quote_lexeme(lexeme) for lexeme in lexemes) + ")"
+
+
+def query_lexemes(db: DbSession, query: str) -> tuple[str, ...]:
+    """The distinct stemmed lexemes of `query` (English), in a stable order."""
+    found = db.execute(
+        text("SELECT tsvector_to_array(to_tsvector('english', :q))"), {"q": query}
+    ).scalar()
+    return tuple(found or ())
