@@ -7,7 +7,7 @@ STAMP   := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install demo test test-faults test-all bench lint format up down clean
+.PHONY: install demo test test-faults test-all bench bench-million lint format up down clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -29,6 +29,9 @@ test-faults: install ## Slow fault-injection tests: killed workers, restarted se
 
 bench: install ## Benchmarks against real servers; tables printed, saved to bench/results/.
 	$(PY) -m bench
+
+bench-million: install ## Recall latency at 10k, 100k and 1M memories (~50 min: the 1M HNSW build).
+	$(PY) -m bench --only recall --million
 
 test-all: install
 	$(BIN)/pytest -q

@@ -6,37 +6,46 @@ Results are printed as tables and saved to bench/results/latest.{json,md}.
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import time
 
-from bench.common import bench_servers, console, save
+from bench.common import Options, bench_servers, console, save
+
+SECTIONS = {  # in the order they run
+    "capture": "capture_bench",
+    "pipeline": "pipeline_bench",
+    "sync": "sync_backfill",
+    "recall": "recall_bench",
+    "consolidation": "consolidation_bench",
+}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="smaller corpora, for a smoke run")
+    parser.add_argument(
+        "--million", action="store_true", help="recall latency at 1M memories too (~45 min)"
+    )
+    parser.add_argument(
+        "--only", choices=sorted(SECTIONS), action="append", help="run these sections alone"
+    )
     args = parser.parse_args()
+    options = Options(quick=args.quick, million=args.million)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     started = time.perf_counter()
-    from bench import (
-        capture_bench,
-        consolidation_bench,
-        pipeline_bench,
-        recall_bench,
-        sync_backfill,
-    )
-
     sections = []
-    modules = (capture_bench, pipeline_bench, sync_backfill, recall_bench, consolidation_bench)
-    for module in modules:
+    for name in args.only or SECTIONS:
+        module = importlib.import_module(f"bench.{SECTIONS[name]}")
         # A fresh database per section: no section's rows (e.g. a backfill's 150k
         # unembedded messages) can leak into another's measurements.
         with console.status(f"Preparing a fresh database for {module.__name__}…"):
             urls = bench_servers()
-        for section in module.run(urls, quick=args.quick):
+        for section in module.run(urls, options):
             console.print(section.table())
             sections.append(section)
-    path = save(sections, {"quick": args.quick, "seconds": round(time.perf_counter() - started)})
+    seconds = round(time.perf_counter() - started)
+    path = save(sections, {"quick": args.quick, "million": args.million, "seconds": seconds})
     console.print(f"[green]✓[/] saved {path} and {path.with_suffix('.json')}")
 
 

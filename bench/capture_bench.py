@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import redis
 
-from bench.common import Section, latencies_ms, timed
+from bench.common import Options, Section, latencies_ms, timed
 from bench.corpus import turns
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -101,7 +101,8 @@ def embedding(count: int = 1024) -> Section:
     return section
 
 
-def run(urls: dict[str, str], quick: bool = False) -> list[Section]:
+def run(urls: dict[str, str], options: Options) -> list[Section]:
+    quick = options.quick
     scale = 0.2 if quick else 1.0
     return [
         enqueue(urls, samples=int(1000 * scale)),

@@ -74,6 +74,14 @@ def timed() -> Iterator[list[float]]:
     box.append(time.perf_counter() - started)
 
 
+@dataclass(frozen=True)
+class Options:
+    """Command-line choices every section's `run` receives."""
+
+    quick: bool = False  # smaller corpora, for a smoke run
+    million: bool = False  # recall latency at 1M memories too (the index build takes ~40 min)
+
+
 @dataclass
 class Section:
     """One table of the report: rows of (metric, ours, baseline, ratio, note)."""

@@ -18,7 +18,7 @@ import numpy as np
 import psycopg
 from pgvector import HalfVector
 
-from bench.common import Section, timed
+from bench.common import Options, Section, timed
 
 DATABASE = "continuum_consolidation"
 NAMESPACE = "bench"
@@ -131,7 +131,8 @@ def _measure(url: str, count: int, section: Section) -> float:
     return generate_s[0] + plan_s[0] + run_s[0]
 
 
-def run(urls: dict[str, str], quick: bool = False) -> list[Section]:
+def run(urls: dict[str, str], options: Options) -> list[Section]:
+    quick = options.quick
     section = Section("Weekly consolidation (maintenance) time")
     url = _database(urls)
     started = time.perf_counter()

@@ -18,7 +18,7 @@ import psutil
 from sqlalchemy import func, select
 
 from bench.capture_bench import _events
-from bench.common import Section
+from bench.common import Options, Section
 from continuum.client import MemoryClient
 from continuum.db.engine import session_scope
 from continuum.db.models import ProcessedEvent
@@ -102,7 +102,8 @@ def ingest(client: MemoryClient, concurrency: int, n: int, logs: Path) -> tuple[
         stop(proc)
 
 
-def run(urls: dict[str, str], quick: bool = False) -> list[Section]:
+def run(urls: dict[str, str], options: Options) -> list[Section]:
+    quick = options.quick
     os.environ["CONTINUUM_EMBEDDING_PROVIDER"] = "none"  # the embed stage is measured apart
     n_events, n_tasks = (1000, 1000) if quick else (5000, 3000)
     client = MemoryClient(urls["broker_url"])

@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import Section, bench_servers
+from bench.common import Options, Section, bench_servers
 
 _VOCABULARY = (
     "postgres redis celery worker queue memory session transcript sync cursor offset "
@@ -280,7 +280,8 @@ def measure(sessions: int = 900, messages: int = 170, row_budget_s: float = 20.0
     return result
 
 
-def run(urls: dict[str, str], quick: bool = False) -> list[Section]:
+def run(urls: dict[str, str], options: Options) -> list[Section]:
+    quick = options.quick
     """The `make bench` section: sync throughput beside both baselines."""
     result = measure(sessions=150 if quick else 900, row_budget_s=10.0 if quick else 20.0)
     section = Section(

@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session as DbSession
 from continuum.capture.text import normalize_for_key
 from continuum.db.engine import session_scope
 from continuum.embedding import get_embedder, vector_literal
-from continuum.textquery import MATCH_CAP, plan, query_lexemes, table_stats
+from continuum.textquery import MATCH_CAP, plan, query_lexemes, quote_lexeme, table_stats
 from continuum.timeparse import TimeRange, parse_time_range, strip_phrase
 
 CANDIDATES = 50
@@ -124,11 +124,20 @@ _CHANNEL_SQL = {  # channel → SELECT of the `:n` best rows of `{table}` passin
     "vector": "SELECT {columns}, embedding <=> CAST(:qv AS halfvec) AS signal FROM {table} "
     "WHERE {where} AND embedding IS NOT NULL ORDER BY signal LIMIT :n",
     # Rows are selected by the planned match query (at most :cap of them, see textquery)
-    # and ranked on every lexeme of the question.
-    "text": "SELECT *, ts_rank_cd(tsv, CAST(:tsq_{source} AS tsquery)) AS signal FROM ("
-    "SELECT {columns}, tsv FROM {table} WHERE {where} "
-    "AND tsv @@ CAST(:tsm_{source} AS tsquery) LIMIT :cap) AS matched "
-    "ORDER BY signal DESC LIMIT :n",
+    # and ranked by BM25 on every lexeme of the question: a word's weight is its rarity
+    # among the matched rows, a turn's length dampens it (k1 = 1.2, b = 0.75; chat turns
+    # rarely repeat a word, so presence stands for term frequency).
+    "text": "WITH matched AS (SELECT {columns}, tsv FROM {table} WHERE {where} "
+    "AND tsv @@ CAST(:tsm_{source} AS tsquery) LIMIT :cap), "
+    "terms AS (SELECT t, CAST(t AS tsquery) AS q FROM unnest(CAST(:terms AS text[])) AS t), "
+    "hits AS (SELECT m.id, terms.t FROM matched m JOIN terms ON m.tsv @@ terms.q), "
+    "df AS (SELECT t, count(*) AS n FROM hits GROUP BY t), "
+    "total AS (SELECT count(*) AS rows, avg(length(tsv)) AS avgdl FROM matched), "
+    "idf AS (SELECT hits.id, sum(ln(1 + total.rows::float8 / df.n)) AS weight "
+    "FROM hits JOIN df USING (t) CROSS JOIN total GROUP BY hits.id) "
+    "SELECT matched.*, idf.weight * 2.2 / (1 + 1.2 * (0.25 + 0.75 * length(matched.tsv) "
+    "/ greatest(total.avgdl, 1))) AS signal FROM matched JOIN idf USING (id) CROSS JOIN total "
+    "ORDER BY signal DESC, created_at DESC, id DESC LIMIT :n",
 }
 
 
@@ -175,7 +184,7 @@ class _Fusion:
             if channel == "vector":
                 hit.parts["vector_similarity"] = round(1 - signal, 4)
             elif channel == "text":
-                hit.parts["text_rank_cd"] = round(signal, 4)
+                hit.parts["text_bm25"] = round(signal, 4)
 
     def propagate_to_sources(
         self, db: DbSession, filters: SearchFilters, params: dict[str, Any]
@@ -278,11 +287,16 @@ def search_in(
         window = parse_time_range(query, now)
     query = strip_phrase(query, window)
     embedder = get_embedder()
-    params: dict[str, Any] = {"ns": namespace, "n": candidates, "cap": MATCH_CAP}
     lexemes = query_lexemes(db, query)
+    params: dict[str, Any] = {
+        "ns": namespace,
+        "n": candidates,
+        "cap": MATCH_CAP,
+        "terms": [quote_lexeme(lexeme) for lexeme in lexemes],
+    }
     for source in sources:
-        planned = plan(lexemes, table_stats.get(db, _TABLES[source]), namespace)
-        params[f"tsq_{source}"], params[f"tsm_{source}"] = planned.rank, planned.match
+        stats = table_stats.get(db, _TABLES[source])
+        params[f"tsm_{source}"] = plan(lexemes, stats, namespace).match
     channels = ["text"] if lexemes else []
     if embedder:
         params["qv"] = vector_literal(embedder.embed([query])[0])

@@ -1,8 +1,8 @@
 """Full-text query planning: which rows a search's text channel may match, bounded by corpus
 statistics so its cost does not grow with the tenant.
 
-A natural question is matched as an OR of its stemmed lexemes and ranked with ts_rank_cd,
-which reads every matching row. That is right for a small tenant, but at a million rows an
+A natural question is matched as an OR of its stemmed lexemes and every matching row is
+read to rank it. That is right for a small tenant, but at a million rows an
 OR of four everyday words matches ~70k rows and costs ~130 ms. Ranking engines solve this
 by skipping documents that can only match uninformative terms (MaxScore/WAND); this module
 does the same in Postgres terms, from the lexeme frequencies ANALYZE already keeps
@@ -11,7 +11,7 @@ does the same in Postgres terms, from the lexeme frequencies ANALYZE already kee
 - when the whole OR is expected to match at most `budget` rows, it is used as is;
 - otherwise rows are matched on the rare lexemes alone, then on pairs of the common ones
   (a row holding two of them is worth ranking), then on all of them together, as long as
-  the expected matches stay within budget. Ranking still scores every query lexeme;
+  the expected matches stay within budget. Ranking still weighs every query lexeme;
 - whatever the plan, one ranking reads at most `MATCH_CAP` rows, so stale statistics or
   a one-word query cannot make it scan the tenant.
 
@@ -127,11 +127,10 @@ def or_query(lexemes: tuple[str, ...]) -> str:
 
 @dataclass(frozen=True)
 class TextQuery:
-    """`rank` scores rows (every lexeme of the question); `match` selects the rows ranked."""
+    """`match` selects the rows to rank; `bounded` when it is narrower than every lexeme."""
 
-    rank: str
     match: str
-    bounded: bool  # True when `match` is narrower than `rank`
+    bounded: bool
 
 
 def plan(
@@ -144,7 +143,7 @@ def plan(
         stats.expected_rows(namespace, ()),  # no more than the tenant has
     )
     if expected <= budget:
-        return TextQuery(full, full, bounded=False)
+        return TextQuery(full, bounded=False)
     by_rarity = sorted(lexemes, key=lambda x: (stats.expected_rows(namespace, (x,)), x))
     clauses: list[str] = []
     spent = 0.0
@@ -171,7 +170,7 @@ def plan(
     if fitted < len(pairs) and len(common) > 2:  # a row holding all of them still counts
         clauses.append(_all_of(tuple(common)))
     # Nothing selective at all (one everyday word): rank the first rows found, up to the cap.
-    return TextQuery(full, " | ".join(clauses) or full, bounded=True)
+    return TextQuery(" | ".join(clauses) or full, bounded=True)
 
 
 def _all_of(lexemes: tuple[str, ...]) -> str:

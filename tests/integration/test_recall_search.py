@@ -97,6 +97,7 @@ def test_reembedding_keeps_half_precision_vectors_and_their_index(db: Any) -> No
         indexes = conn.execute(
             text("SELECT indexdef FROM pg_indexes WHERE indexname LIKE '%\\_embedding'")
         ).scalars()
-        assert sorted(i.split(" USING ")[1] for i in indexes) == [
-            "hnsw (embedding halfvec_cosine_ops)"
-        ] * 2
+        assert (
+            sorted(i.split(" USING ")[1] for i in indexes)
+            == ["hnsw (embedding halfvec_cosine_ops)"] * 2
+        )
