@@ -188,7 +188,7 @@ def latency(sizes: tuple[int, ...], samples: int) -> Section:
 
 
 def run(urls: dict[str, str], options: Options) -> list[Section]:
-    sizes = (10_000,) if options.quick else (10_000, 100_000)
+    sizes: tuple[int, ...] = (10_000,) if options.quick else (10_000, 100_000)
     if options.million:
         sizes += (1_000_000,)
     return [quality(), latency(sizes, 40 if options.quick else 100)]
