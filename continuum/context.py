@@ -660,6 +660,9 @@ def _recall(request: _Request) -> ContextResult:
     excluded: list[Excluded] = []
     scope = _scope(request)
     with session_scope() as db:
+        # The only write is the recall log: it need not wait for a WAL flush (a crash may
+        # lose the last few log rows, never a memory).
+        db.execute(text("SET LOCAL synchronous_commit = off"))
         candidates = []
         for candidate in _gather(db, request, scope):
             if candidate.ref in request.skip_refs:

@@ -4,14 +4,17 @@ neighbouring turns as context, and source message ids on every hit."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any
 
+import pytest
 from sqlalchemy import text
 
 from continuum.db.engine import session_scope
 from continuum.ingest import ingest_batch
 from continuum.outbox import embed_pending, reset_embeddings
 from continuum.recall import SearchFilters, search
+from continuum.textquery import plan, query_lexemes, table_stats
 from tests.support.events import turn
 
 NOW = datetime(2026, 11, 24, 9, 30, tzinfo=UTC)  # a Tuesday
@@ -101,3 +104,25 @@ def test_reembedding_keeps_half_precision_vectors_and_their_index(db: Any) -> No
             sorted(i.split(" USING ")[1] for i in indexes)
             == ["hnsw (embedding halfvec_cosine_ops)"] * 2
         )
+
+
+def test_text_channel_is_bounded_by_analyzed_statistics(
+    db: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lines = [("user", f"Weekly standup notes, item {i}: nothing blocking.") for i in range(300)]
+    lines[137] = ("user", "Standup notes: the Zanzibar ferry tickets are booked.")
+    session("big", NOW - timedelta(days=1), lines)
+    with session_scope() as conn:
+        conn.execute(text("ANALYZE messages"))
+    table_stats.clear()
+    with session_scope() as conn:
+        stats = table_stats.get(conn, "messages")
+        lexemes = query_lexemes(conn, "standup zanzibar")
+    assert stats.lexeme_freqs["standup"] == pytest.approx(1.0)
+    assert stats.expected_rows("pearl", ("standup",)) == pytest.approx(300, rel=0.05)
+    bounded = plan(lexemes, stats, "pearl", budget=50)
+    assert bounded.bounded and bounded.match == "'zanzibar'"  # the everyday word is left out
+    monkeypatch.setattr("continuum.recall.plan", partial(plan, budget=50))
+    hits = search("pearl", "standup zanzibar", limit=3, now=NOW, sources=("message",))
+    assert ids(hits)[0] == "big-137"
+    assert all("text_rank" not in h.parts for h in hits[1:])  # only the rare word's row matched
