@@ -234,7 +234,8 @@ ALL_KINDS: tuple[str, ...] = get_args(MemoryKind)
 @dataclass(frozen=True)
 class _MemoryChannel:
     """Memories of `kinds` matching `where`: the newest `limit` of each kind (one index
-    range scan per kind on `memories_active`), then the best `limit` by `order`."""
+    range scan per kind on `memories_active`), then the best `limit` by `order`. With
+    `per_kind` off, the best `limit` by `order` directly (an index in that order exists)."""
 
     name: str
     why: str
@@ -242,6 +243,7 @@ class _MemoryChannel:
     limit: int
     where: str = "true"
     order: str = "created_at DESC"
+    per_kind: bool = True
 
 
 def _memory_channels(config: RecallConfig) -> list[_MemoryChannel]:
@@ -258,7 +260,8 @@ def _memory_channels(config: RecallConfig) -> list[_MemoryChannel]:
         _MemoryChannel("importance",
                        f"importance ≥ {config.importance_min} within {config.importance_days} days",
                        not_summaries, config.importance_n,
-                       "importance >= :imin AND created_at >= :isince", by_rank),
+                       "importance >= :imin AND created_at >= :isince", by_rank,
+                       per_kind=False),  # memories_active_importance is in this order
     ]  # fmt: skip
 
 
@@ -277,17 +280,27 @@ def _memory_candidates(
         "imin": config.importance_min,
         "isince": now - timedelta(days=config.importance_days),
     }
-    where = where_sql("memory", scope, params)
-    rows = db.execute(
-        text(
-            f"SELECT m.* FROM unnest(CAST(:wanted AS text[])) AS w(kind_wanted) "
-            f"CROSS JOIN LATERAL (SELECT {_MEMORY_COLUMNS} FROM memories "
-            f"WHERE {where} AND kind = w.kind_wanted AND {channel.where} "
-            "ORDER BY created_at DESC LIMIT :limit) AS m "
-            f"ORDER BY {channel.order}, id DESC LIMIT :limit"
-        ),
-        params,
-    )
+    where = f"{where_sql('memory', scope, params)} AND {channel.where}"
+    if channel.per_kind:
+        rows = db.execute(
+            text(
+                f"SELECT m.* FROM unnest(CAST(:wanted AS text[])) AS w(kind_wanted) "
+                f"CROSS JOIN LATERAL (SELECT {_MEMORY_COLUMNS} FROM memories "
+                f"WHERE {where} AND kind = w.kind_wanted "
+                "ORDER BY created_at DESC LIMIT :limit) AS m "
+                f"ORDER BY {channel.order}, id DESC LIMIT :limit"
+            ),
+            params,
+        )
+    else:
+        rows = db.execute(
+            text(
+                f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE {where} "
+                f"AND kind = ANY(CAST(:wanted AS text[])) ORDER BY {channel.order}, id DESC "
+                "LIMIT :limit"
+            ),
+            params,
+        )
     return [
         _Candidate(
             source="memory",

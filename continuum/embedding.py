@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import os
 import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from functools import lru_cache
 from typing import Protocol
 
@@ -109,6 +110,18 @@ class OpenAIEmbedder:
                 f"expected {len(texts)} of {self.dim} (CONTINUUM_EMBEDDING_DIM)"
             )
         return vectors
+
+
+_query_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed-query")
+
+
+def embed_query_soon(query: str) -> Future[list[float]] | None:
+    """Start embedding `query` on a background thread (the model releases the GIL), so a
+    caller can run its SQL meanwhile; None when embeddings are off."""
+    embedder = get_embedder()
+    if embedder is None:
+        return None
+    return _query_pool.submit(lambda: embedder.embed([query])[0])
 
 
 @lru_cache(maxsize=1)

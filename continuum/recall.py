@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session as DbSession
 
 from continuum.capture.text import normalize_for_key
 from continuum.db.engine import session_scope
-from continuum.embedding import get_embedder, vector_literal
+from continuum.embedding import embed_query_soon, vector_literal
 from continuum.textquery import MATCH_CAP, plan, query_lexemes, quote_lexeme, table_stats
 from continuum.timeparse import TimeRange, parse_time_range, strip_phrase
 
@@ -286,7 +286,7 @@ def search_in(
     if filters.since is None and filters.until is None:
         window = parse_time_range(query, now)
     query = strip_phrase(query, window)
-    embedder = get_embedder()
+    query_vector = embed_query_soon(query)  # computed while the text channels run
     lexemes = query_lexemes(db, query)
     params: dict[str, Any] = {
         "ns": namespace,
@@ -297,25 +297,22 @@ def search_in(
     for source in sources:
         stats = table_stats.get(db, _TABLES[source])
         params[f"tsm_{source}"] = plan(lexemes, stats, namespace).match
-    channels = ["text"] if lexemes else []
-    if embedder:
-        params["qv"] = vector_literal(embedder.embed([query])[0])
-        channels.insert(0, "vector")
     # Filtered HNSW scans keep going until enough rows pass the WHERE clause.
     db.execute(text("SET LOCAL hnsw.iterative_scan = 'relaxed_order'"))
     db.execute(text("SET LOCAL hnsw.ef_search = 100"))
+    scopes = [("", filters)]
+    if window:
+        scopes.append(("_in_window", replace(filters, since=window.since, until=window.until)))
     fusion = _Fusion(weights)
-    for source in sources:
-        where = where_sql(source, filters, params)
-        for channel in channels:
-            ranked = _ranked(db, source, channel, where, params)
-            fusion.add(source, channel, ranked, getattr(weights, channel))
-        if window:
-            windowed = replace(filters, since=window.since, until=window.until)
-            where = where_sql(source, windowed, params)
-            for channel in channels:
-                ranked = _ranked(db, source, channel, where, params)
-                fusion.add(source, f"{channel}_in_window", ranked, weights.in_window)
+    channels = (["text"] if lexemes else []) + (["vector"] if query_vector else [])
+    for channel in channels:  # text first: the query vector is still being computed
+        if channel == "vector" and query_vector:
+            params["qv"] = vector_literal(query_vector.result())
+        for source in sources:
+            for suffix, scope in scopes:
+                ranked = _ranked(db, source, channel, where_sql(source, scope, params), params)
+                weight = weights.in_window if suffix else getattr(weights, channel)
+                fusion.add(source, channel + suffix, ranked, weight)
     if "message" in sources and "memory" in sources:
         fusion.propagate_to_sources(db, filters, params)
     hits = fusion.ranked()[:limit]
