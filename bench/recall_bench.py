@@ -1,6 +1,7 @@
 """Recall benchmarks: retrieval quality on a synthetic long conversation (evidence turns
 found in the top 5 / top 10, against recency-only, full-text-only and vector-only baselines
-run on the same data), and context() / search() latency at 10k and 100k memories."""
+run on the same data), and context() / search() latency at 10k and 100k memories (and 1M
+with --million)."""
 
 from __future__ import annotations
 

@@ -27,7 +27,7 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal, get_args
+from typing import Any, Literal, TypedDict, Unpack, get_args
 
 from sqlalchemy import text
 from sqlalchemy.dialects.postgresql import insert
@@ -700,24 +700,36 @@ def _recall(request: _Request) -> ContextResult:
     return result
 
 
-def context(
-    namespace: str,
-    seed_text: str,
-    max_tokens: int,
-    user_id: str | None = None,
-    channel: str | None = None,
-    explain: bool = False,
-    now: datetime | None = None,
-    config: RecallConfig | None = None,
-) -> ContextResult:
-    """The context block for a session of `user_id` on `channel`, at most `max_tokens`."""
+class ContextOptions(TypedDict, total=False):
+    """Keyword options of `context` and `recall_since_topic`."""
+
+    user_id: str | None  # whose memories (plus the namespace's shared ones)
+    channel: str | None  # where the block goes; the user's main channel shows private items
+    explain: bool  # also report what was left out and why
+    now: datetime | None  # the reference time (default: the wall clock)
+    config: RecallConfig | None
+
+
+def _request(namespace: str, seed_text: str, max_tokens: int, options: ContextOptions) -> _Request:
     if max_tokens < 0:
         raise ValueError("max_tokens must be ≥ 0")
-    request = _Request(
-        namespace, seed_text, max_tokens, user_id, channel, explain,
-        now or datetime.now(UTC), config or RecallConfig(),
-    )  # fmt: skip
-    return _recall(request)
+    return _Request(
+        namespace,
+        seed_text,
+        max_tokens,
+        options.get("user_id"),
+        options.get("channel"),
+        options.get("explain", False),
+        options.get("now") or datetime.now(UTC),
+        options.get("config") or RecallConfig(),
+    )
+
+
+def context(
+    namespace: str, seed_text: str, max_tokens: int, **options: Unpack[ContextOptions]
+) -> ContextResult:
+    """The context block for a session of `user_id` on `channel`, at most `max_tokens`."""
+    return _recall(_request(namespace, seed_text, max_tokens, options))
 
 
 def injected_for_topic(
@@ -743,24 +755,19 @@ def recall_since_topic(
     since_topic: str,
     seed_text: str,
     max_tokens: int,
-    user_id: str | None = None,
-    channel: str | None = None,
-    explain: bool = False,
-    now: datetime | None = None,
-    config: RecallConfig | None = None,
     within: timedelta = timedelta(hours=24),
+    **options: Unpack[ContextOptions],
 ) -> ContextResult:
     """Topic-shift recall mid-session (R27): the items relevant to `seed_text` (the new
     topic) that no recall logged under `since_topic` in the last `within` already injected.
     Only the relevance channel runs; the pinned items are already in the session's block.
     When the seed's topic slug equals `since_topic` (synonyms included), nothing is new."""
-    now = now or datetime.now(UTC)
-    request = _Request(
-        namespace, seed_text, max_tokens, user_id, channel, explain, now,
-        config or RecallConfig(), pinned=False,
-        skip_refs=injected_for_topic(namespace, since_topic, user_id, within),
+    request = replace(
+        _request(namespace, seed_text, max_tokens, options),
+        pinned=False,
+        skip_refs=injected_for_topic(namespace, since_topic, options.get("user_id"), within),
         since_topic=since_topic,
-    )  # fmt: skip
+    )
     if topic_slug(seed_text) == since_topic:
         request = replace(request, seed_text="")
     return _recall(request)

@@ -112,7 +112,14 @@ class OpenAIEmbedder:
         return vectors
 
 
-_query_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed-query")
+@lru_cache(maxsize=1)
+def _query_pool() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed-query")
+
+
+# A pool inherited through fork (Celery prefork, API workers) has no thread behind it and
+# would never run what is submitted: each process makes its own.
+os.register_at_fork(after_in_child=_query_pool.cache_clear)
 
 
 def embed_query_soon(query: str) -> Future[list[float]] | None:
@@ -121,7 +128,7 @@ def embed_query_soon(query: str) -> Future[list[float]] | None:
     embedder = get_embedder()
     if embedder is None:
         return None
-    return _query_pool.submit(lambda: embedder.embed([query])[0])
+    return _query_pool().submit(lambda: embedder.embed([query])[0])
 
 
 @lru_cache(maxsize=1)

@@ -296,7 +296,7 @@ def search_in(
     }
     for source in sources:
         stats = table_stats.get(db, _TABLES[source])
-        params[f"tsm_{source}"] = plan(lexemes, stats, namespace).match
+        params[f"tsm_{source}"] = plan(lexemes, stats, namespace)
     # Filtered HNSW scans keep going until enough rows pass the WHERE clause.
     db.execute(text("SET LOCAL hnsw.iterative_scan = 'relaxed_order'"))
     db.execute(text("SET LOCAL hnsw.ef_search = 100"))

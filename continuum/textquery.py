@@ -125,25 +125,18 @@ def or_query(lexemes: tuple[str, ...]) -> str:
     return " | ".join(quote_lexeme(lexeme) for lexeme in lexemes)
 
 
-@dataclass(frozen=True)
-class TextQuery:
-    """`match` selects the rows to rank; `bounded` when it is narrower than every lexeme."""
-
-    match: str
-    bounded: bool
-
-
 def plan(
     lexemes: tuple[str, ...], stats: TableStats, namespace: str, budget: int = MATCH_BUDGET
-) -> TextQuery:
-    """The match clause for `lexemes` whose expected row count stays within `budget`."""
+) -> str:
+    """The tsquery selecting the rows to rank for `lexemes`: their OR when it is expected to
+    match at most `budget` rows, else a narrower one that is."""
     full = or_query(lexemes)
     expected = min(
         sum(stats.expected_rows(namespace, (lexeme,)) for lexeme in lexemes),
         stats.expected_rows(namespace, ()),  # no more than the tenant has
     )
     if expected <= budget:
-        return TextQuery(full, bounded=False)
+        return full
     by_rarity = sorted(lexemes, key=lambda x: (stats.expected_rows(namespace, (x,)), x))
     clauses: list[str] = []
     spent = 0.0
@@ -170,7 +163,7 @@ def plan(
     if fitted < len(pairs) and len(common) > 2:  # a row holding all of them still counts
         clauses.append(_all_of(tuple(common)))
     # Nothing selective at all (one everyday word): rank the first rows found, up to the cap.
-    return TextQuery(" | ".join(clauses) or full, bounded=True)
+    return " | ".join(clauses) or full
 
 
 def _all_of(lexemes: tuple[str, ...]) -> str:

@@ -15,34 +15,30 @@ def _stats(rows: float, freqs: dict[str, float] | None = None) -> TableStats:
 
 def test_small_tenant_matches_every_lexeme() -> None:
     lexemes = ("garden", "invoic", "priya")
-    planned = plan(lexemes, _stats(10_000), "ns", budget=4000)
-    assert planned.match == or_query(lexemes)
-    assert not planned.bounded
+    assert plan(lexemes, _stats(10_000), "ns", budget=4000) == or_query(lexemes)
 
 
 def test_large_tenant_matches_rare_lexemes_alone_and_common_ones_in_pairs() -> None:
     lexemes = ("garden", "invoic", "drainag", "priya")
-    planned = plan(lexemes, _stats(1_000_000), "ns", budget=4000)
-    assert planned.bounded
-    clauses = planned.match.split(" | ")
-    assert clauses[0] == "'priya'"  # 400 rows: rare enough to match alone
-    assert "'garden'" not in clauses  # 25,000 rows: only together with another word
-    assert "('drainag' & 'invoic')" in clauses
-    expected = 400 + sum(
-        1_000_000 * a * b for a, b in ((0.025, 0.024), (0.025, 0.023), (0.024, 0.023))
+    # priya: 400 rows, rare enough alone; each everyday word ~25,000 rows, each pair ~575
+    assert plan(lexemes, _stats(1_000_000), "ns", budget=4000) == (
+        "'priya' | ('drainag' & 'invoic') | ('drainag' & 'garden') | ('invoic' & 'garden')"
     )
-    assert expected <= 4000
+    # With less budget the dearest pair is left out and all three together stand in for it.
+    assert plan(lexemes, _stats(1_000_000), "ns", budget=1900) == (
+        "'priya' | ('drainag' & 'invoic') | ('drainag' & 'garden') "
+        "| ('drainag' & 'invoic' & 'garden')"
+    )
 
 
 def test_pairs_that_do_not_fit_fall_back_to_all_words_together() -> None:
     freqs = {w: 0.2 for w in ("alpha", "beta", "gamma")}
     planned = plan(("alpha", "beta", "gamma"), _stats(1_000_000, freqs), "ns", budget=4000)
-    assert planned.match == "('alpha' & 'beta' & 'gamma')"
+    assert planned == "('alpha' & 'beta' & 'gamma')"
 
 
 def test_one_everyday_word_is_matched_as_is_and_left_to_the_cap() -> None:
-    planned = plan(("garden",), _stats(1_000_000), "ns", budget=4000)
-    assert planned.match == "'garden'" and planned.bounded
+    assert plan(("garden",), _stats(1_000_000), "ns", budget=4000) == "'garden'"
 
 
 def test_tenant_share_of_the_table_scales_the_estimate() -> None:
@@ -53,8 +49,8 @@ def test_tenant_share_of_the_table_scales_the_estimate() -> None:
         unlisted_namespace_freq=0.0001,
     )
     lexemes = ("garden", "invoic")
-    assert plan(lexemes, stats, "big", budget=4000).bounded
-    assert not plan(lexemes, stats, "small", budget=4000).bounded
+    assert plan(lexemes, stats, "big", budget=4000) == "('invoic' & 'garden')"
+    assert plan(lexemes, stats, "small", budget=4000) == or_query(lexemes)
 
 
 def test_statistics_row_is_read_with_trailing_frequencies_and_missing_parts() -> None:

@@ -24,5 +24,7 @@ def get_context(
     explain: Annotated[bool, Query(description="Also say what was left out, and why.")] = False,
 ) -> dict[str, Any]:
     """The packed block, its items with scores and `why`, and the memory ids injected."""
-    result = context(scope.namespace, seed_text, max_tokens, user_id, channel, explain)
+    result = context(
+        scope.namespace, seed_text, max_tokens, user_id=user_id, channel=channel, explain=explain
+    )
     return result.as_dict()
