@@ -514,17 +514,21 @@ def _pack(
     now: datetime,
     config: RecallConfig,
     excluded: list[Excluded],
-) -> list[ContextItem]:
+) -> tuple[list[ContextItem], str, int]:
     """Greedy by value density; the handoff first. Token counts add up across the
-    whitespace that joins lines, so the sum is the block's exact count (verified after)."""
+    whitespace that joins lines, so the sum is the block's exact count (verified after).
+    Returns the items, the rendered block and its token count."""
     used = count_tokens(_header(now))
     opened: set[str] = set()
     items: list[ContextItem] = []
+    lines = {c.ref: _line(c, now, config) for c in candidates}
+    tokens_of = {ref: count_tokens(line) for ref, line in lines.items()}
     order = sorted(
-        ((c, count_tokens(_line(c, now, config))) for c in candidates),
-        key=lambda ct: (ct[0].source != "handoff", -ct[0].score / max(ct[1], 1), ct[0].ref),
+        candidates,
+        key=lambda c: (c.source != "handoff", -c.score / max(tokens_of[c.ref], 1), c.ref),
     )
-    for candidate, tokens in order:
+    for candidate in order:
+        line, tokens = lines[candidate.ref], tokens_of[candidate.ref]
         section = candidate.section
         cost = tokens + (0 if section in opened else count_tokens(f"## {section}"))
         if used + cost > max_tokens:
@@ -539,7 +543,7 @@ def _pack(
                 ref=candidate.ref,
                 kind=candidate.kind,
                 section=section,
-                text=_line(candidate, now, config),
+                text=line,
                 score=candidate.score,
                 tokens=tokens,
                 why=_why(candidate),
@@ -559,11 +563,13 @@ def _pack(
             i.ref,
         )
     )
-    while items and count_tokens(_render(items, now)) > max_tokens:  # never over the budget
+    block = _render(items, now)
+    while (tokens_used := count_tokens(block)) > max_tokens:  # never over the budget
         dropped = min(items, key=lambda i: (i.score / max(i.tokens, 1), i.ref))
         items.remove(dropped)
         excluded.append(Excluded(dropped.ref, dropped.kind, "over the token budget", dropped.score))
-    return items
+        block = _render(items, now)
+    return items, block, tokens_used
 
 
 # -- the request -------------------------------------------------------------------------
@@ -684,15 +690,16 @@ def _recall(request: _Request) -> ContextResult:
                 _score(candidate, request.now, request.config)
                 candidates.append(candidate)
         kept = _dedupe(db, candidates, request.config, excluded)
-        items = _pack(kept, request.max_tokens, request.now, request.config, excluded)
+        items, block, tokens_used = _pack(
+            kept, request.max_tokens, request.now, request.config, excluded
+        )
         if request.explain:
             excluded += _filtered_out(db, request, scope, {c.ref for c in candidates})
-        block = _render(items, request.now)
         result = ContextResult(
             block=block,
             items=items,
             excluded=excluded if request.explain else [],
-            tokens_used=count_tokens(block),
+            tokens_used=tokens_used,
             query_id=str(uuid.uuid4()),
             topic=topic_slug(request.seed_text) if request.seed_text.strip() else "general",
         )
