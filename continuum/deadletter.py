@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import insert, select
+from sqlalchemy import insert
 from sqlalchemy.orm import Session
 
 from continuum.db.engine import session_scope
@@ -40,8 +40,3 @@ def record_now(**fields: Any) -> None:
     """Add one dead letter in its own transaction."""
     with session_scope() as db:
         record(db, **fields)
-
-
-def recent(limit: int = 50) -> list[DeadLetter]:
-    with session_scope() as db:
-        return list(db.scalars(select(DeadLetter).order_by(DeadLetter.id.desc()).limit(limit)))

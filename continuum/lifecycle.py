@@ -19,16 +19,16 @@ during its window — and an expired claim overrides nothing.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from sqlalchemy import text
+from sqlalchemy import insert, text
 from sqlalchemy.orm import Session as DbSession
 
 from continuum.capture.text import normalize_for_key
+from continuum.db.models import MemoryLog
 
 Verdict = Literal[
     "none", "reinforce", "supersede_old", "supersede_new", "quarantine_old", "quarantine_new"
@@ -110,23 +110,24 @@ def lock_claims(db: DbSession, keys: Iterable[str]) -> None:
         )
 
 
-def _log(db: DbSession, rows: Sequence[tuple[str, str, int, dict[str, Any]]], trigger: str) -> None:
-    """Append (namespace, action, memory_id, details) entries to memory_log."""
-    if rows:
-        db.execute(
-            text(
-                "INSERT INTO memory_log (namespace, action, memory_id, trigger, details) "
-                "VALUES (:ns, :action, :mid, :trigger, CAST(:details AS jsonb))"
-            ),
-            [
-                {"ns": ns, "action": action, "mid": mid, "trigger": trigger, "details": _json(d)}
-                for ns, action, mid, d in rows
-            ],
+def _log(
+    db: DbSession,
+    namespace: str,
+    action: str,
+    memory_id: int,
+    details: dict[str, Any],
+    trigger: str,
+) -> None:
+    """Append one entry to memory_log."""
+    db.execute(
+        insert(MemoryLog).values(
+            namespace=namespace,
+            action=action,
+            memory_id=memory_id,
+            trigger=trigger,
+            details=details,
         )
-
-
-def _json(data: dict[str, Any]) -> str:
-    return json.dumps(data, default=str)
+    )
 
 
 def _locked_active(db: DbSession, ids: Sequence[int]) -> dict[int, Any]:
@@ -176,7 +177,7 @@ def reinforce(db: DbSession, keep_id: int, duplicate_ids: Sequence[int], trigger
         },
     )
     details = {"merged": dup_ids, "corroboration": corroboration}
-    _log(db, [(keep.namespace, "reinforce", keep_id, details)], trigger)
+    _log(db, keep.namespace, "reinforce", keep_id, details, trigger)
     return True
 
 
@@ -192,7 +193,7 @@ def supersede(db: DbSession, old_id: int, new_id: int, trigger: str) -> bool:
         ),
         {"old": old_id, "new": new_id},
     )
-    _log(db, [(rows[old_id].namespace, "supersede", old_id, {"superseded_by": new_id})], trigger)
+    _log(db, rows[old_id].namespace, "supersede", old_id, {"superseded_by": new_id}, trigger)
     return True
 
 
@@ -210,7 +211,7 @@ def quarantine(db: DbSession, memory_id: int, conflicts_with: int, trigger: str)
         {"id": memory_id, "other": conflicts_with},
     )
     details = {"conflicts_with": conflicts_with}
-    _log(db, [(rows[memory_id].namespace, "quarantine", memory_id, details)], trigger)
+    _log(db, rows[memory_id].namespace, "quarantine", memory_id, details, trigger)
     return True
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, timezone
 from typing import Any
 
-from sqlalchemy import func, literal, select
+from sqlalchemy import ColumnElement, func, literal, select
 
 from continuum.db.engine import session_scope
 from continuum.db.models import Memory, Message, Session
@@ -44,6 +44,12 @@ def message_hits(rows: Iterable[Any]) -> list[MessageHit]:
     ]
 
 
+def full_text(tsv: Any, query: str) -> tuple[ColumnElement[bool], ColumnElement[float]]:
+    """Whether `tsv` matches `query` (web-search syntax: quotes, OR, -word), and the rank."""
+    tsquery = func.websearch_to_tsquery("english", query)
+    return tsv.op("@@")(tsquery), func.ts_rank_cd(tsv, tsquery)
+
+
 def search_messages(
     namespace: str,
     query: str,
@@ -54,11 +60,10 @@ def search_messages(
     user_id: str | None = None,
 ) -> list[MessageHit]:
     """Full-text search of raw messages (web-search syntax: quotes, OR, -word)."""
-    tsquery = func.websearch_to_tsquery("english", query)
-    rank = func.ts_rank_cd(Message.tsv, tsquery)
+    match, rank = full_text(Message.tsv, query)
     stmt = (
         select(Message, rank)
-        .where(Message.namespace == namespace, Message.tsv.op("@@")(tsquery))
+        .where(Message.namespace == namespace, match)
         .order_by(rank.desc(), Message.created_at.desc())
         .limit(limit)
     )

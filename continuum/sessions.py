@@ -80,10 +80,6 @@ def _context(session: Session, at: datetime | None) -> WriteContext:
     return WriteContext(session.namespace, session.session_id, session.user_id, session.channel, at)
 
 
-def _remember_keys(namespace: str, session_id: str, candidates: list[MemoryCandidate]) -> None:
-    ephemeral.add_stored_keys(namespace, session_id, [c.key for c in candidates if c.key])
-
-
 # -- idle (R25) ---------------------------------------------------------------------
 def snapshot_idle(db: DbSession, namespace: str, session_id: str) -> int | None:
     """Store one session snapshot for the current idle period if anything happened since
@@ -93,9 +89,9 @@ def snapshot_idle(db: DbSession, namespace: str, session_id: str) -> int | None:
         return None
     period_end = session.last_activity_at
     covered = session.details.get(PERIOD_KEY)
-    if covered and datetime.fromisoformat(covered) >= period_end:
-        return None  # nothing new since the last snapshot
     after = datetime.fromisoformat(covered) if covered else None
+    if after is not None and after >= period_end:
+        return None  # nothing new since the last snapshot
     turns = session_turns(db, namespace, session_id, after, session.channel)
     session.details = {**session.details, PERIOD_KEY: period_end.isoformat()}
     snapshot = session_snapshot(turns, trigger=f"idle:{period_end.isoformat()}")
@@ -164,7 +160,9 @@ def pre_compaction_dump(db: DbSession, event: PreCompactionEvent) -> list[int]:
     if snapshot is not None:
         candidates.append(snapshot)
     ctx = WriteContext(event.namespace, event.session_id, event.user_id, event.channel, event.ts)
-    _remember_keys(event.namespace, event.session_id, candidates)
+    ephemeral.add_stored_keys(
+        event.namespace, event.session_id, [c.key for c in candidates if c.key]
+    )
     return store_candidates(db, [(ctx, c) for c in candidates])
 
 
@@ -187,8 +185,9 @@ def end_conditions(end: SessionEndEvent, started_at: datetime | None) -> str | N
     duration = end.duration_s
     if duration is None and started_at is not None:
         duration = (end.ended_at - started_at).total_seconds()
-    if duration is not None and duration < get_settings().min_session_s:
-        return f"lasted {duration:.0f}s, under {get_settings().min_session_s:.0f}s"
+    minimum = get_settings().min_session_s
+    if duration is not None and duration < minimum:
+        return f"lasted {duration:.0f}s, under {minimum:.0f}s"
     return None
 
 

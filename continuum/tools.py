@@ -30,19 +30,13 @@ from continuum.capture.models import MemoryKind, Provenance
 from continuum.capture.text import find_time_expression, snake
 from continuum.db.engine import session_scope
 from continuum.db.models import Memory, MemoryLog
+from continuum.ephemeral import notify_memory_changed
 from continuum.memories import WriteContext, explicit_candidate, store_memories
-from continuum.redis_client import get_redis
 
 log = logging.getLogger(__name__)
 ToolMemoryType = Literal["fact", "preference", "follow_up", "context", "history", "wellbeing"]
 ToolFormat = Literal["openai", "anthropic"]
-CHANGE_CHANNEL = "continuum:{namespace}:memory-changed"
 FORGETTABLE = ("active", "quarantined", "superseded", "merged", "archived")
-
-
-def change_channel(namespace: str) -> str:
-    """The Redis pub/sub channel announcing memory changes of a tenant (R43)."""
-    return CHANGE_CHANNEL.format(namespace=namespace)
 
 
 class _Args(BaseModel):
@@ -238,12 +232,7 @@ class MemoryTools:
         if not self.ctx.session_id:
             return
         try:
-            client = get_redis()
-            for memory_id in memory_ids:
-                message = {"session_id": self.ctx.session_id, "memory_id": memory_id}
-                client.publish(
-                    change_channel(self.ctx.namespace), json.dumps({**message, "action": action})
-                )
+            notify_memory_changed(self.ctx.namespace, self.ctx.session_id, memory_ids, action)
         except redis.RedisError as exc:  # the write is committed; the refresh is best effort
             log.warning("memory change notification failed: %s", exc)
 

@@ -16,7 +16,7 @@ from sqlalchemy import ARRAY, ColumnElement, Select, Text, cast, func, literal, 
 
 from continuum.db.engine import session_scope
 from continuum.db.models import CronReport, Memory, Message, Session
-from continuum.queries import MessageHit, message_hits
+from continuum.queries import MessageHit, full_text, message_hits
 
 Ts = TypeVarTuple("Ts")
 
@@ -71,11 +71,6 @@ def _scoped(
     return stmt.where(*clauses).limit(window.limit).offset(window.offset)
 
 
-def _matches(tsv: Any, query: str) -> tuple[ColumnElement[bool], ColumnElement[float]]:
-    tsquery = func.websearch_to_tsquery("english", query)
-    return tsv.op("@@")(tsquery), func.ts_rank_cd(tsv, tsquery)
-
-
 def messages(
     namespaces: Sequence[str], filters: MessageFilters, window: Window
 ) -> list[MessageHit]:
@@ -89,7 +84,7 @@ def messages(
     rank: ColumnElement[float] = literal(0.0)
     match = None
     if filters.query:
-        match, rank = _matches(Message.tsv, filters.query)
+        match, rank = full_text(Message.tsv, filters.query)
     stmt = _scoped(
         select(Message, rank), Message.namespace, namespaces, Message.created_at, window, equal
     )
@@ -117,7 +112,7 @@ def memories(namespaces: Sequence[str], filters: MemoryFilters, window: Window) 
     if filters.tags:
         stmt = stmt.where(Memory.tags.op("@>")(cast(list(filters.tags), ARRAY(Text))))
     if filters.query:
-        match, rank = _matches(Memory.tsv, filters.query)
+        match, rank = full_text(Memory.tsv, filters.query)
         stmt = stmt.where(match).order_by(rank.desc())
     stmt = stmt.order_by(Memory.created_at.desc(), Memory.id.desc())
     with session_scope() as db:
@@ -137,7 +132,7 @@ def cron_reports(
         {CronReport.cron_name: cron_name},
     )
     if query:
-        match, _ = _matches(func.to_tsvector("english", CronReport.summary), query)
+        match, _ = full_text(func.to_tsvector("english", CronReport.summary), query)
         stmt = stmt.where(match)
     stmt = stmt.order_by(CronReport.event_at.desc().nulls_last(), CronReport.id.desc())
     with session_scope() as db:

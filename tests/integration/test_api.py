@@ -261,6 +261,10 @@ def test_memory_tools_and_preferences(api: TestClient) -> None:
         json={"existing_key": "GRANDCHILDREN", "new_value": "Has five grandchildren"},
     ).json()
     assert updated["action"] == "updated"
+    repeat = {"memory_type": "fact", "key": "grandchildren", "value": "Has five grandchildren"}
+    api.post(f"/v1/memories/store{as_jason}", headers=headers, json=repeat)
+    merged = api.get("/v1/memories?status=merged", headers=headers).json()["items"]
+    assert [m["superseded_by"] for m in merged] == [updated["memoryId"]]
     listed = api.get("/v1/memories?kind=fact", headers=headers).json()["items"]
     assert [m["content"] for m in listed] == ["Grandchildren: Has five grandchildren"]
     private = api.post(

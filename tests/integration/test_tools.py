@@ -10,9 +10,10 @@ from sqlalchemy import select
 
 from continuum.db.engine import session_scope
 from continuum.db.models import Memory
+from continuum.ephemeral import memory_changed_channel
 from continuum.preferences import get_preference, get_preferences, set_preference
 from continuum.redis_client import get_redis
-from continuum.tools import MemoryTools, change_channel, tool_definitions
+from continuum.tools import MemoryTools, tool_definitions
 from continuum.user_tasks import complete_task, create_task, list_tasks
 
 
@@ -101,7 +102,7 @@ def test_forget_and_private(db: Any) -> None:
 
 def test_writes_in_a_live_session_publish_a_change(db: Any) -> None:
     pubsub = get_redis().pubsub(ignore_subscribe_messages=True)
-    pubsub.subscribe(change_channel("pearl"))
+    pubsub.subscribe(memory_changed_channel("pearl"))
     pubsub.get_message(timeout=1)
     live = _tools(session_id="voice-7")
     stored = live.store_memory(memory_type="fact", key="tea", value="Earl Grey")
@@ -112,8 +113,8 @@ def test_writes_in_a_live_session_publish_a_change(db: Any) -> None:
         messages.append(json.loads(message["data"]))
     pubsub.close()
     assert messages == [
-        {"session_id": "voice-7", "memory_id": stored["memoryId"], "action": "stored"},
-        {"session_id": "voice-7", "memory_id": updated["memoryId"], "action": "updated"},
+        {"session_id": "voice-7", "memory_ids": [stored["memoryId"]], "action": "stored"},
+        {"session_id": "voice-7", "memory_ids": [updated["memoryId"]], "action": "updated"},
     ]
 
 

@@ -14,7 +14,7 @@ from continuum.api.params import ListingDep
 from continuum.api.schemas import MemoryOut
 
 router = APIRouter(prefix="/v1/memories", tags=["memories"])
-Status = Literal["active", "superseded", "quarantined", "forgotten", "archived", "any"]
+Status = Literal["active", "superseded", "merged", "quarantined", "forgotten", "archived", "any"]
 
 
 @router.get("")
