@@ -95,8 +95,7 @@ def record_turn(
 ) -> None:
     """Apply one turn to registry, topic, recent buffer, transcript buffer and idle index
     (idempotent; the caller may batch several turns in one pipeline)."""
-    client = get_redis()
-    p = pipe if pipe is not None else client.pipeline(transaction=False)
+    p = pipe if pipe is not None else get_redis().pipeline(transaction=False)
     ms = _ms(at)
     registry = key(namespace, "session", channel)
     p.hsetnx(registry, "started_at", at.isoformat())
@@ -144,22 +143,23 @@ def active_sessions(namespace: str) -> list[ActiveSession]:
     channels = client.zrevrangebyscore(
         key(namespace, "last-active"), "+inf", now_ms - SESSION_TTL_S * 1000, withscores=True
     )
-    sessions = []
-    for channel, score in channels:
-        info = client.hgetall(key(namespace, "session", channel))
-        if not info:
-            continue
-        sessions.append(
-            ActiveSession(
-                channel=channel,
-                session_id=info.get("session_id", ""),
-                user_id=info.get("user_id") or None,
-                started_at=info.get("started_at"),
-                last_active=_from_ms(score).isoformat(),
-                topic=client.get(key(namespace, "topic", channel)),
-            )
+    pipe = client.pipeline(transaction=False)
+    for channel, _ in channels:
+        pipe.hgetall(key(namespace, "session", channel))
+        pipe.get(key(namespace, "topic", channel))
+    replies = pipe.execute()
+    return [
+        ActiveSession(
+            channel=channel,
+            session_id=info.get("session_id", ""),
+            user_id=info.get("user_id") or None,
+            started_at=info.get("started_at"),
+            last_active=_from_ms(score).isoformat(),
+            topic=topic,
         )
-    return sessions
+        for (channel, score), info, topic in zip(channels, replies[::2], replies[1::2], strict=True)
+        if info
+    ]
 
 
 def topics(namespace: str) -> dict[str, str]:

@@ -25,9 +25,8 @@ import redis
 from sqlalchemy import select, text
 from sqlalchemy.orm import Session as DbSession
 
-from continuum.capture.models import MAX_CONTENT_CHARS, MemoryCandidate, MemoryKind
+from continuum.capture.models import DIGEST_KINDS, MAX_CONTENT_CHARS, MemoryCandidate, MemoryKind
 from continuum.capture.text import clip
-from continuum.config import get_settings
 from continuum.db.engine import session_scope
 from continuum.db.models import MaintenanceRun, MemoryLog
 from continuum.lifecycle import (
@@ -39,6 +38,7 @@ from continuum.lifecycle import (
     supersede,
 )
 from continuum.memories import WriteContext, store_memories
+from continuum.narrative import workspace
 from continuum.redis_client import get_redis
 
 Action = dict[str, Any]
@@ -77,21 +77,13 @@ PRUNE_WHERE = {
     "decayed": "status = 'active' AND importance <= 1 AND kind NOT IN ('decision', 'preference') "
     f"AND {_RECENT} < :cutoff",
 }
-_GROUP = (
-    "coalesce('key:' || lower(key), "
-    "(SELECT t FROM unnest(tags) AS t WHERE t LIKE 'topic:%' LIMIT 1), '')"
-)
 _TOPIC = "(SELECT t FROM unnest(tags) AS t WHERE t LIKE 'topic:%' LIMIT 1)"
-_DIGESTS = ("session_snapshot", "conversation_summary")
+_GROUP = f"coalesce('key:' || lower(key), {_TOPIC}, '')"
 
 
 def _chunks(ids: Sequence[int], size: int) -> Iterator[list[int]]:
     for start in range(0, len(ids), size):
         yield list(ids[start : start + size])
-
-
-def _params(namespace: str, now: datetime) -> dict[str, Any]:
-    return {"ns": namespace, "now": now}
 
 
 def _cutoffs(now: datetime, config: MaintenanceConfig) -> dict[str, datetime]:
@@ -167,7 +159,11 @@ def _plan_duplicates(
             "SELECT a.id AS a, b.id AS b FROM c AS a JOIN c AS b ON a.u = b.u AND a.kind = b.kind "
             "AND a.g = b.g AND a.id < b.id WHERE (a.embedding <=> b.embedding) <= :max_distance"
         ),
-        {**params, "digests": list(_DIGESTS), "max_distance": 1 - config.duplicate_similarity},
+        {
+            **params,
+            "digests": sorted(DIGEST_KINDS),
+            "max_distance": 1 - config.duplicate_similarity,
+        },
     ).all()
     parent: dict[int, int] = {}
 
@@ -293,7 +289,7 @@ def plan(
 ) -> list[Action]:
     """The diff a run would apply now: a list of small, JSON-able steps."""
     config = config or MaintenanceConfig()
-    params = _params(namespace, now or datetime.now(UTC))
+    params: dict[str, Any] = {"ns": namespace, "now": now or datetime.now(UTC)}
     cutoffs = _cutoffs(params["now"], config)
     removed: set[int] = set()
     with session_scope() as db:
@@ -310,16 +306,13 @@ def plan(
                 {"op": "prune", "reason": reason, "cutoff": cutoffs[reason].isoformat(), "ids": ids}
                 for ids in _plan_ids(db, cutoff, where, exclude, config.step_size)
             ]
-        params["cutoff"] = cutoffs["archive"]
+        actions += decay
         archive = "status = 'active' AND kind = 'conversation_summary' AND created_at < :cutoff"
-        actions = (
-            actions
-            + decay
-            + [
-                {"op": "archive", "ids": ids}
-                for ids in _plan_ids(db, params, archive, removed, config.step_size)
-            ]
-        )
+        cutoff = {**params, "cutoff": cutoffs["archive"]}
+        actions += [
+            {"op": "archive", "ids": ids}
+            for ids in _plan_ids(db, cutoff, archive, removed, config.step_size)
+        ]
     return [*actions, {"op": "memory_md", "path": str(memory_md_path(namespace))}]
 
 
@@ -452,7 +445,7 @@ MD_SECTIONS = (
 
 
 def memory_md_path(namespace: str) -> Path:
-    return get_settings().workspace_dir / namespace / "MEMORY.md"
+    return workspace(namespace) / "MEMORY.md"
 
 
 def render_memory_md(db: DbSession, namespace: str, items: int) -> str:
@@ -517,10 +510,15 @@ def iso_week(moment: datetime) -> str:
     return f"{year}-W{week:02d}"
 
 
+def _step_name(action: Action) -> str:
+    """What a step counts under in a report: its op, and a prune's reason."""
+    return action["op"] + (f":{action['reason']}" if "reason" in action else "")
+
+
 def _tally(actions: Sequence[Action]) -> dict[str, int]:
     counts: dict[str, int] = {}
     for action in actions:
-        name = action["op"] + (f":{action['reason']}" if "reason" in action else "")
+        name = _step_name(action)
         counts[name] = counts.get(name, 0) + planned_count(action)
     return counts
 
@@ -598,7 +596,7 @@ def _apply(run: MaintenanceRun, config: MaintenanceConfig, max_steps: int | None
         action = run.plan[index]
         with session_scope() as db:
             changed = apply_step(db, run.namespace, action, config)
-            name = _tally([action]).popitem()[0]
+            name = _step_name(action)
             applied[name] = applied.get(name, 0) + changed
             progress = db.execute(
                 text(

@@ -33,7 +33,7 @@ Sentiment = Literal["positive", "neutral", "frustrated", "urgent"]
 
 MAX_CONTENT_CHARS = 300
 MAX_DIGEST_CHARS = 1200  # session snapshots and summaries carry several items
-_DIGEST_KINDS = frozenset({"session_snapshot", "conversation_summary"})
+DIGEST_KINDS = frozenset({"session_snapshot", "conversation_summary"})
 _KEY_PATTERN = r"^[a-z][a-z0-9_]*$"
 
 
@@ -84,7 +84,7 @@ class MemoryCandidate(_Frozen):
 
     @model_validator(mode="after")
     def _content_is_compact(self) -> MemoryCandidate:
-        limit = MAX_DIGEST_CHARS if self.kind in _DIGEST_KINDS else MAX_CONTENT_CHARS
+        limit = MAX_DIGEST_CHARS if self.kind in DIGEST_KINDS else MAX_CONTENT_CHARS
         if len(self.content) > limit:
             raise ValueError(f"{self.kind} content is {len(self.content)} chars, max {limit}")
         return self

@@ -8,7 +8,7 @@ import re
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from continuum.capture.filters import detect_sentiment, triage
+from continuum.capture.filters import Triage, detect_sentiment, triage
 from continuum.capture.keymoments import detect_key_moments
 from continuum.capture.models import (
     MAX_DIGEST_CHARS,
@@ -36,6 +36,7 @@ class ChunkJudgement(NamedTuple):
 
 class _Digest(NamedTuple):
     turns: list[CaptureTurn]
+    triaged: list[Triage]  # the filters' verdict on each turn, in the same order
     user_prose: list[str]
     moments: list[MemoryCandidate]
 
@@ -69,12 +70,13 @@ def _digest(turns: Sequence[CaptureTurn]) -> _Digest:
             found.pop(ident, None)
             found[ident] = moment
         previous = turn
+    triaged = [triage(turn) for turn in ordered]
     user_prose = [
         checked.prose
-        for turn in ordered
-        if turn.role == "user" and not (checked := triage(turn)).skip_reason
+        for turn, checked in zip(ordered, triaged, strict=True)
+        if turn.role == "user" and not checked.skip_reason
     ]
-    return _Digest(ordered, user_prose, list(found.values()))
+    return _Digest(ordered, triaged, user_prose, list(found.values()))
 
 
 def _session_sentiment(digest: _Digest) -> Sentiment:
@@ -82,8 +84,8 @@ def _session_sentiment(digest: _Digest) -> Sentiment:
     as satisfaction; otherwise positive when anything was positive."""
     moods = [
         detect_sentiment(t.content)
-        for t in digest.turns
-        if t.role == "user" and triage(t).skip_reason in (None, "small_talk")
+        for t, checked in zip(digest.turns, digest.triaged, strict=True)
+        if t.role == "user" and checked.skip_reason in (None, "small_talk")
     ]
     if "urgent" in moods:
         return "urgent"
@@ -130,7 +132,7 @@ def summarize_session(turns: Sequence[CaptureTurn]) -> SessionSummary:
 
 
 def _references(digest: _Digest) -> list[str]:
-    prose = [checked.prose for t in digest.turns if not (checked := triage(t)).skip_reason]
+    prose = [checked.prose for checked in digest.triaged if not checked.skip_reason]
     urls = [url for text in prose for url in _URL.findall(text)]
     projects = [f"project {p}" for p in extract_projects(" ".join(digest.user_prose))]
     return list(dict.fromkeys([*projects, *urls]))[:_MAX_ITEMS]

@@ -117,10 +117,6 @@ def test_producer_refuses_with_a_clear_error(name: str, payload: Any) -> None:
     assert info.value.errors and all(field and message for field, message in info.value.errors)
 
 
-def test_corpus_size() -> None:
-    assert len(CORPUS) >= 50
-
-
 def test_worker_dead_letters_each_bad_event_and_keeps_every_good_one(
     db: Any, worker: Any, client: Any
 ) -> None:

@@ -25,9 +25,8 @@ DIM = 384
 
 @pytest.fixture
 def mdb(db: Any, settings_env: Any, tmp_path: Any) -> Iterator[Any]:
+    """A clean database (`db` truncates maintenance_runs too) and a private workspace."""
     settings_env(workspace_dir=tmp_path)
-    with session_scope() as s:
-        s.execute(text("TRUNCATE maintenance_runs RESTART IDENTITY"))
     yield db
 
 
