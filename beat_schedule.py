@@ -19,35 +19,27 @@ from continuum.queues import (
     queue_for,
 )
 
+
+def _entry(task: str, schedule: crontab, expires: int) -> dict[str, Any]:
+    """`task` on its queue at `schedule`; a run not started within `expires` s is dropped."""
+    return {
+        "task": task,
+        "schedule": schedule,
+        "options": {"queue": queue_for(task), "expires": expires},
+    }
+
+
 BEAT_SCHEDULE: dict[str, dict[str, Any]] = {
     # R92: transcript sync every five minutes (a Redis lock keeps runs from overlapping).
-    "transcript-sync": {
-        "task": SYNC_TRANSCRIPTS,
-        "schedule": crontab(minute="*/5"),
-        "options": {"queue": queue_for(SYNC_TRANSCRIPTS), "expires": 240},
-    },
+    "transcript-sync": _entry(SYNC_TRANSCRIPTS, crontab(minute="*/5"), expires=240),
     # Safety net for the embedding outbox: stragglers left by crashes or a full queue.
-    "embed-sweep": {
-        "task": EMBED_PENDING,
-        "schedule": crontab(minute="*"),
-        "options": {"queue": queue_for(EMBED_PENDING), "expires": 55},
-    },
+    "embed-sweep": _entry(EMBED_PENDING, crontab(minute="*"), expires=55),
     # Event batches lost between broker and worker are published again (continuum.ledger).
-    "redeliver-events": {
-        "task": REDELIVER_EVENTS,
-        "schedule": crontab(minute="*"),
-        "options": {"queue": queue_for(REDELIVER_EVENTS), "expires": 55},
-    },
+    "redeliver-events": _entry(REDELIVER_EVENTS, crontab(minute="*"), expires=55),
     # R30: weekly consolidation and pruning (idempotent per ISO week, locked).
-    "weekly-maintenance": {
-        "task": RUN_MAINTENANCE,
-        "schedule": crontab(minute=30, hour=3, day_of_week="mon"),
-        "options": {"queue": queue_for(RUN_MAINTENANCE), "expires": 6 * 3600},
-    },
+    "weekly-maintenance": _entry(
+        RUN_MAINTENANCE, crontab(minute=30, hour=3, day_of_week="mon"), expires=6 * 3600
+    ),
     # Server-side idle detection (R25): runtimes need not send heartbeats.
-    "idle-sweep": {
-        "task": SWEEP_IDLE,
-        "schedule": crontab(minute="*"),
-        "options": {"queue": queue_for(SWEEP_IDLE), "expires": 55},
-    },
+    "idle-sweep": _entry(SWEEP_IDLE, crontab(minute="*"), expires=55),
 }

@@ -113,7 +113,8 @@ def _upsert_sessions(db: DbSession, events: list[Event]) -> None:
     for event in events:
         key = (event.namespace, event.session_id)
         first.setdefault(key, event)
-        last_ts[key] = max(last_ts.get(key, _activity_at(event)), _activity_at(event))
+        at = _activity_at(event)
+        last_ts[key] = max(last_ts.get(key, at), at)
     rows = [
         {
             "namespace": ns,

@@ -26,21 +26,34 @@ from sqlalchemy.exc import DBAPIError, StatementError
 from continuum.config import get_settings
 from continuum.db.engine import session_scope
 from continuum.redis_client import get_redis
-from continuum.sync import cursors
-from continuum.sync.capture import feed_capture
-from continuum.sync.sources import Options, Outcome, SourceReport, sync_jsonl, sync_store
+from continuum.sync import capture, cursors
+from continuum.sync.sources import (
+    DEFAULT_BATCH_LINES,
+    Options,
+    Outcome,
+    SourceReport,
+    sync_jsonl,
+    sync_store,
+)
 from continuum.sync.summary import SyncProgress, SyncSummary
 from continuum.sync.views import ensure_views
-from continuum.transcripts import StoreLayoutError, TranscriptSource, TranscriptVanished, discover
-from continuum.transcripts.lines import DEFAULT_MAX_LINE_BYTES
+from continuum.transcripts import (
+    Discovery,
+    StoreLayoutError,
+    TranscriptSource,
+    TranscriptVanished,
+    discover,
+)
 
 log = logging.getLogger(__name__)
 
 LOCK_NAME = "continuum:sync"
 LOCK_TIMEOUT_S = 600
-DEFAULT_BATCH_LINES = 5_000
 DEADLOCK_ATTEMPTS = 3
-DEFAULT_WORKERS = 2
+# A deadlock or serialization failure: the transaction is safe to run again.
+_CONFLICTS = (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure)
+# A statement refused for its data (not a connection fault): skip the source.
+_BAD_DATA = (psycopg.DataError, psycopg.IntegrityError, psycopg.ProgrammingError)
 _NAMESPACE_UNSAFE = re.compile(r"[^a-z0-9_.-]+")
 
 ProgressCallback = Callable[[SyncProgress], None]
@@ -63,18 +76,6 @@ def _take_lock(timeout_s: int, summary: SyncSummary) -> Lock | None:
         summary.record_error("lock_unavailable", LOCK_NAME, str(exc))
         return None
     return lock
-
-
-def _rollback_conflict(exc: BaseException) -> bool:
-    """A deadlock or serialization failure: the transaction is safe to run again."""
-    orig = exc.orig if isinstance(exc, DBAPIError) else exc
-    return isinstance(orig, psycopg.errors.DeadlockDetected | psycopg.errors.SerializationFailure)
-
-
-def _bad_data(exc: BaseException) -> bool:
-    """A statement refused for its data (not a connection fault): skip the source."""
-    orig = exc.orig if isinstance(exc, DBAPIError) else exc
-    return isinstance(orig, psycopg.DataError | psycopg.IntegrityError | psycopg.ProgrammingError)
 
 
 @dataclass(frozen=True)
@@ -103,9 +104,10 @@ def _read_source(
         except OSError as exc:
             return report, _Problem("unreadable_file", exc.strerror or str(exc))
         except (DBAPIError, psycopg.Error) as exc:
-            if _rollback_conflict(exc) and attempt < DEADLOCK_ATTEMPTS:
+            orig = exc.orig if isinstance(exc, DBAPIError) else exc
+            if isinstance(orig, _CONFLICTS) and attempt < DEADLOCK_ATTEMPTS:
                 continue
-            if not (_bad_data(exc) or _rollback_conflict(exc)):
+            if not isinstance(orig, _CONFLICTS + _BAD_DATA):
                 raise  # the database itself is in trouble: the caller retries the run
             return report, _Problem("db_error", str(exc).splitlines()[0])
         except StatementError as exc:
@@ -168,7 +170,7 @@ class _Engine:
         if not (self.feed and outcome.inserted):
             return
         try:
-            summary.chunks_dispatched += feed_capture(namespace, outcome.inserted)
+            summary.chunks_dispatched += capture.feed_capture(namespace, outcome.inserted)
         except Exception as exc:  # rows are committed; a broker fault must not stop the sync
             log.warning("capture feed for %s failed: %s", path, exc)
             summary.record_error("capture_dispatch", path, str(exc))
@@ -191,12 +193,12 @@ def sync(
     backfill: bool = False,
     progress: ProgressCallback | None = None,
     feed_capture: bool = True,
-    include_claude: bool = True,
-    include_codex: bool = True,
-    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    include_claude: bool | None = None,
+    include_codex: bool | None = None,
+    max_line_bytes: int | None = None,
     batch_lines: int = DEFAULT_BATCH_LINES,
     time_budget_s: float | None = None,
-    workers: int = DEFAULT_WORKERS,
+    workers: int | None = None,
     lock_timeout_s: int = LOCK_TIMEOUT_S,
 ) -> SyncSummary:
     """Sync every transcript source under `home` (default: the user's home directory).
@@ -206,21 +208,27 @@ def sync(
     re-reads every source from the start (idempotent: only missing rows are added);
     `feed_capture` sends new messages to capture in chunks; `time_budget_s` stops between
     sources once spent (`incomplete=True`, the next run continues); `workers` sources
-    are read at once, each on its own connection.
+    are read at once, each on its own connection. Arguments left None take their
+    `CONTINUUM_SYNC_*` setting, so beat and `continuum sync` read the same sources.
     """
     started = time.monotonic()
+    settings = get_settings()
     summary = SyncSummary()
     lock = _take_lock(lock_timeout_s, summary)
     if summary.locked:
         return summary
     try:
-        options = Options(backfill, max_line_bytes, batch_lines)
+        options = Options(backfill, max_line_bytes or settings.sync_max_line_bytes, batch_lines)
         engine = _Engine(summary, feed_capture, lock, lock_timeout_s)
-        sources = _select(
-            engine.summary, home or Path.home(), roots, instance, include_claude, include_codex
+        found = discover(
+            settings.sync_roots if roots is None else roots,
+            home or settings.sync_home or Path.home(),
+            settings.sync_include_claude if include_claude is None else include_claude,
+            settings.sync_include_codex if include_codex is None else include_codex,
         )
+        sources = _select(engine.summary, found, instance)
         deadline = None if time_budget_s is None else started + time_budget_s
-        _run(engine, options, sources, workers, deadline, progress)
+        _run(engine, options, sources, workers or settings.sync_workers, deadline, progress)
     finally:
         if lock is not None:
             try:
@@ -232,23 +240,17 @@ def sync(
 
 
 def _select(
-    summary: SyncSummary,
-    home: Path,
-    roots: list[Path] | None,
-    instance: str | None,
-    include_claude: bool,
-    include_codex: bool,
+    summary: SyncSummary, found: Discovery, instance: str | None
 ) -> list[tuple[TranscriptSource, str, cursors.Cursor | None]]:
-    """Discover the sources to sync, ensure their instances' views, attach known cursors."""
-    found = discover(roots, home, include_claude, include_codex)
+    """The discovered sources to sync, with their instances' views ensured and known cursors."""
     for error in found.errors:
         summary.record_error("unreadable_dir", error.path, error.detail)
+    named = [(source, namespace_for(source.instance)) for source in found.sources]
     selected = [
-        (source, namespace_for(source.instance))
-        for source in found.sources
-        if instance is None or namespace_for(source.instance) == instance
+        (s, ns)
+        for s, ns in named
+        if (instance is None or ns == instance) and _allowed(ns, s.path, summary)
     ]
-    selected = [(s, ns) for s, ns in selected if _allowed(ns, s.path, summary)]
     summary.instances = sorted({ns for _, ns in selected})
     with session_scope() as db:
         summary.views_created = ensure_views(db, summary.instances)

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy.orm import Session as DbSession
+
 from continuum.db.engine import session_scope
 from continuum.sync import cursors
 from continuum.sync.cron import upsert_report
@@ -37,8 +39,10 @@ from continuum.transcripts import (
     parser_for,
     read_complete_lines,
 )
+from continuum.transcripts.lines import DEFAULT_MAX_LINE_BYTES
 from continuum.transcripts.openclaw_sqlite import parse_events, read_events, session_heads
 
+DEFAULT_BATCH_LINES = 5_000
 SOURCE_LABELS = {
     "openclaw_jsonl": "openclaw",
     "openclaw_sqlite": "openclaw",
@@ -73,8 +77,12 @@ class Options:
     """How sources are read: `backfill` ignores cursors and starts every source at 0."""
 
     backfill: bool = False
-    max_line_bytes: int = 8 * 1024 * 1024
-    batch_lines: int = 5_000
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+    batch_lines: int = DEFAULT_BATCH_LINES
+
+    def skips(self, cursor: Cursor | None, stat: FileStat, extra: Any = None) -> bool:
+        """True when the source need not be read: no backfill, unchanged since `cursor`."""
+        return not self.backfill and cursor is not None and cursor.unchanged(stat, extra)
 
 
 def session_facts(
@@ -96,7 +104,7 @@ def session_facts(
 
 
 def apply_batch(
-    db: Any,
+    db: DbSession,
     source: TranscriptSource,
     namespace: str,
     channel: str | None,
@@ -148,13 +156,13 @@ def sync_jsonl(
     """Read a JSONL transcript from its cursor (`report.read` stays False if unchanged)."""
     key, path = str(source.path), source.path
     stat = FileStat.of(path)
-    if not options.backfill and known is not None and known.unchanged(stat):
+    if options.skips(known, stat):
         return
     first = True
     while True:
         with session_scope() as db:
             cursor = cursors.lock_and_load(db, key)
-            if first and not options.backfill and cursor.unchanged(stat):
+            if first and options.skips(cursor, stat):
                 return  # another run read it meanwhile
             if first and options.backfill:
                 offset, context = 0, None
@@ -201,7 +209,7 @@ def sync_store(
     """Read every session of an OpenClaw SQLite store from its seq."""
     key, path = str(source.path), source.path
     stat, wal = FileStat.of(path), wal_state(path)
-    if not options.backfill and known is not None and known.unchanged(stat, wal):
+    if options.skips(known, stat, wal):
         return
     channels = load_sessions_index(path.parent.parent / "sessions")
     for session_id, head in sorted(session_heads(path).items()):

@@ -194,7 +194,7 @@ def collect_blocks(content: object, spec: BlockSpec, result: ParseResult) -> Blo
     if not isinstance(content, list):
         return blocks
     for block in content:
-        kind = block.get("type") if isinstance(block, dict) else None
+        kind = str(block.get("type")) if isinstance(block, dict) else ""  # hashable
         if kind in spec.text_types and isinstance(block.get("text"), str):
             blocks.texts.append(block["text"])
         elif kind in spec.image_types:
@@ -202,7 +202,7 @@ def collect_blocks(content: object, spec: BlockSpec, result: ParseResult) -> Blo
             result.skip("image")
         else:
             blocks.dropped += 1
-            result.skip(spec.skip_reasons.get(str(kind), "unknown_block"))
+            result.skip(spec.skip_reasons.get(kind, "unknown_block"))
     return blocks
 
 

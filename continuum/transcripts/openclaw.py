@@ -175,7 +175,8 @@ class OpenClawParser(EntryParser):
             self.context.model = _first_str(entry, "modelId") or self.context.model
             result.skip("model_change")
         else:
-            result.skip(kind if kind in _SKIPPED_ENTRIES else "unknown_entry")
+            name = str(kind)  # any JSON value, lists and objects included
+            result.skip(name if name in _SKIPPED_ENTRIES else "unknown_entry")
 
     def _header(self, entry: Entry, at: datetime | None) -> None:
         ctx = self.context

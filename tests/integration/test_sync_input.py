@@ -201,3 +201,10 @@ def test_a_spent_time_budget_stops_between_sources_and_the_next_run_continues(
     assert stopped.incomplete and stopped.files_seen == 0
     assert not sync(home, feed_capture=False).incomplete
     assert_exactly_once(home)
+
+
+def test_unset_arguments_take_the_sync_settings(db: Any, home: Path, settings_env: Any) -> None:
+    settings_env(sync_home=home, sync_include_claude=False, sync_roots=home / ".openclaw-DTeam")
+    summary = sync(feed_capture=False)  # what `continuum sync` and beat both run
+    assert summary.instances == ["codex", "dteam"] and summary.files_failed == 0
+    assert {ns for ns, _, _ in stored_keys()} == {"codex", "dteam"}

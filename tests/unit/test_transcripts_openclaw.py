@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from continuum.transcripts.lines import read_complete_lines
+from continuum.transcripts.lines import Line, read_complete_lines
 from continuum.transcripts.models import ParseResult, SessionContext
 from continuum.transcripts.openclaw import OpenClawParser
 
@@ -78,6 +78,19 @@ def test_every_dropped_category_is_counted() -> None:
     texts = " ".join(m.content for m in result.messages)
     for leaked in ("HEARTBEAT", "NO_REPLY", "Pre-compaction", "untrusted", "```", "System:"):
         assert leaked not in texts
+
+
+def test_types_that_are_not_strings_are_counted_as_unknown() -> None:
+    at = '"timestamp":"2026-03-05T10:00:00.000Z"'
+    content = '[{"type":["text"],"text":"x"},{"type":{"a":1}},{"type":"text","text":"kept"}]'
+    lines = [
+        f'{{"type":["session"],{at}}}',
+        f'{{"type":{{"k":1}},{at}}}',
+        f'{{"type":"message","id":"m1",{at},"message":{{"role":"user","content":{content}}}}}',
+    ]
+    result = OpenClawParser().feed_lines(Line(text, None, n) for n, text in enumerate(lines, 1))
+    assert (result.skipped["unknown_entry"], result.skipped["unknown_block"]) == (2, 2)
+    assert [m.content for m in result.messages] == ["kept"]
 
 
 def test_ids_parents_timestamps_offsets_and_header() -> None:
