@@ -9,9 +9,9 @@ from typing import Annotated
 
 from fastapi import Depends, Query
 
-from continuum.api.browse import Window
 from continuum.api.errors import field_error
 from continuum.api.pagination import PageDep, PageParams
+from continuum.browse import Window
 
 
 @dataclass(frozen=True)

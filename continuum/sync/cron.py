@@ -10,11 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, timezone
 
-from sqlalchemy import func, or_, select
+from sqlalchemy import func, or_
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session as DbSession
 
-from continuum.db.engine import session_scope
+from continuum import browse
+from continuum.browse import Window
 from continuum.db.models import CronReport as CronReportRow
 from continuum.sync.clean import clean_text
 from continuum.transcripts import CronReport
@@ -77,29 +78,19 @@ def cron_reports(
     tz: timezone = UTC,
 ) -> list[CronReportHit]:
     """Cron reports of a namespace, newest first; `day` keeps one day's runs (in `tz`)."""
-    stmt = (
-        select(CronReportRow)
-        .where(CronReportRow.namespace == namespace)
-        .order_by(CronReportRow.event_at.desc().nulls_last(), CronReportRow.id.desc())
-        .limit(limit)
-    )
+    window = Window(limit)
     if day is not None:
         start = datetime.combine(day, time.min, tzinfo=tz)
-        stmt = stmt.where(
-            CronReportRow.event_at >= start, CronReportRow.event_at < start + timedelta(days=1)
+        window = Window(limit, since=start, until=start + timedelta(days=1))
+    return [
+        CronReportHit(
+            namespace=row.namespace,
+            cron_name=row.cron_name,
+            session_id=row.session_id,
+            summary=row.summary,
+            event_at=row.event_at,
+            run_started_at=row.run_started_at,
+            run_ended_at=row.run_ended_at,
         )
-    if cron_name:
-        stmt = stmt.where(CronReportRow.cron_name == cron_name)
-    with session_scope() as db:
-        return [
-            CronReportHit(
-                namespace=row.namespace,
-                cron_name=row.cron_name,
-                session_id=row.session_id,
-                summary=row.summary,
-                event_at=row.event_at,
-                run_started_at=row.run_started_at,
-                run_ended_at=row.run_ended_at,
-            )
-            for row in db.scalars(stmt)
-        ]
+        for row in browse.cron_reports([namespace], window, cron_name, query=None)
+    ]

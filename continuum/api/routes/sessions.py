@@ -8,8 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, HTTPException, Query, status
 from pydantic import BaseModel, Field
 
-from continuum import ephemeral
-from continuum.api import browse
+from continuum import browse, ephemeral
 from continuum.api.auth import NOT_FOUND, ScopeDep
 from continuum.api.pagination import Page
 from continuum.api.params import ListingDep

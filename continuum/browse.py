@@ -1,4 +1,4 @@
-"""Filtered, paged listings for the API and Mission Control, across one or more namespaces.
+"""Filtered, paged listings for the API, Mission Control and the CLI, across namespaces.
 
 These extend the read-plane queries of `continuum.queries` (search, last N, one day) with the
 filters a browsing UI needs (role, session, channel, date range, cron name, memory kind,
