@@ -136,7 +136,9 @@ def test_session_end_writes_summary_narrative_and_clears_state(db: Any, tmp_path
     details = summary[0].details
     assert details["message_count"] == 4 and details["channel"] == "voice"
     assert any("Hoffmann" in d for d in details["key_decisions"])
-    assert details["sentiment"] in ("positive", "neutral", "frustrated", "urgent")
+    assert (
+        details["sentiment"] == "neutral"
+    )  # a past annoyance ("too loud yesterday") is not frustration
     # R45: no duplicate of what the live capture already stored, no key stored twice.
     keys = [m.key for m in memories() if m.key]
     assert len(keys) == len(set(keys))
