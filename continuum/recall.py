@@ -141,6 +141,12 @@ _CHANNEL_SQL = {  # channel → SELECT of the `:n` best rows of `{table}` passin
 }
 
 
+_HNSW_SETTINGS = text(  # for this transaction, in one round trip
+    "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+    "set_config('hnsw.ef_search', '100', true)"
+)
+
+
 def _hit(source: Source, row: Any) -> SearchHit:
     return SearchHit(
         source=source,
@@ -294,12 +300,11 @@ def search_in(
         "cap": MATCH_CAP,
         "terms": [quote_lexeme(lexeme) for lexeme in lexemes],
     }
-    for source in sources:
+    for source in sources if lexemes else ():
         stats = table_stats.get(db, _TABLES[source])
         params[f"tsm_{source}"] = plan(lexemes, stats, namespace)
-    # Filtered HNSW scans keep going until enough rows pass the WHERE clause.
-    db.execute(text("SET LOCAL hnsw.iterative_scan = 'relaxed_order'"))
-    db.execute(text("SET LOCAL hnsw.ef_search = 100"))
+    if query_vector:  # filtered HNSW scans go on until enough rows pass the WHERE clause
+        db.execute(_HNSW_SETTINGS)
     scopes = [("", filters)]
     if window:
         scopes.append(("_in_window", replace(filters, since=window.since, until=window.until)))
