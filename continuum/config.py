@@ -52,6 +52,12 @@ class Settings(BaseSettings):
     embedding_url: str | None = None
     embedding_api_key: str | None = None
     embed_batch_size: int = Field(default=128, ge=1)
+    query_embed_threads: int = Field(
+        default=1,
+        ge=1,
+        description="CPU threads embedding one search query (the local model); more only "
+        "fight the database for the cores of a small machine.",
+    )
 
     llm_base_url: str | None = None
     llm_model: str = "gpt-4o-mini"

@@ -39,7 +39,16 @@ from continuum.capture.topics import topic_slug
 from continuum.db.engine import session_scope
 from continuum.db.models import MemoryLog
 from continuum.ephemeral import peek_handoff
-from continuum.recall import FusionWeights, SearchFilters, SearchHit, search_in, where_sql
+from continuum.recall import (
+    FusionWeights,
+    PreparedQuery,
+    SearchFilters,
+    SearchHit,
+    owner_clauses,
+    prepare_query,
+    search_in,
+    where_sql,
+)
 from continuum.tokens import count_tokens
 
 ItemSource = Literal["memory", "message", "task", "handoff"]
@@ -80,6 +89,7 @@ class RecallConfig:
     fusion: FusionWeights = field(default_factory=FusionWeights)
     recency_n: int = 5
     relevance_n: int = 8
+    relevance_candidates: int = 24  # ranks each search channel contributes to the fusion
     importance_n: int = 10
     importance_min: int = 8
     importance_days: int = 30
@@ -233,9 +243,11 @@ ALL_KINDS: tuple[str, ...] = get_args(MemoryKind)
 
 @dataclass(frozen=True)
 class _MemoryChannel:
-    """Memories of `kinds` matching `where`: the newest `limit` of each kind (one index
-    range scan per kind on `memories_active`), then the best `limit` by `order`. With
-    `per_kind` off, the best `limit` by `order` directly (an index in that order exists)."""
+    """Memories of `kinds` matching `where`, read as short index ranges: for each part (a
+    kind, or an importance level from 10 down to `importance_min`) and each owner (the
+    user, the shared rows) the newest `limit`; of those, the best `limit` by `order`. The
+    cost is bounded by parts × owners × limit rows, however many rows other users, other
+    kinds or older memories hold."""
 
     name: str
     why: str
@@ -243,7 +255,16 @@ class _MemoryChannel:
     limit: int
     where: str = "true"
     order: str = "created_at DESC"
-    per_kind: bool = True
+    by: Literal["kind", "importance"] = "kind"
+
+
+_PARTS = {  # part rows, and the condition a memory of that part meets
+    "kind": ("unnest(CAST(:wanted AS text[]))", "kind = p.part"),
+    "importance": (
+        "generate_series(10, CAST(:imin AS int), -1)",
+        "importance = p.part AND kind = ANY(CAST(:wanted AS text[]))",
+    ),
+}
 
 
 def _memory_channels(config: RecallConfig) -> list[_MemoryChannel]:
@@ -259,9 +280,8 @@ def _memory_channels(config: RecallConfig) -> list[_MemoryChannel]:
         _MemoryChannel("recency", "recent", not_summaries, config.recency_n),
         _MemoryChannel("importance",
                        f"importance ≥ {config.importance_min} within {config.importance_days} days",
-                       not_summaries, config.importance_n,
-                       "importance >= :imin AND created_at >= :isince", by_rank,
-                       per_kind=False),  # memories_active_importance is in this order
+                       not_summaries, config.importance_n, "created_at >= :isince", by_rank,
+                       by="importance"),
     ]  # fmt: skip
 
 
@@ -280,27 +300,20 @@ def _memory_candidates(
         "imin": config.importance_min,
         "isince": now - timedelta(days=config.importance_days),
     }
-    where = f"{where_sql('memory', scope, params)} AND {channel.where}"
-    if channel.per_kind:
-        rows = db.execute(
-            text(
-                f"SELECT m.* FROM unnest(CAST(:wanted AS text[])) AS w(kind_wanted) "
-                f"CROSS JOIN LATERAL (SELECT {_MEMORY_COLUMNS} FROM memories "
-                f"WHERE {where} AND kind = w.kind_wanted "
-                "ORDER BY created_at DESC LIMIT :limit) AS m "
-                f"ORDER BY {channel.order}, id DESC LIMIT :limit"
-            ),
-            params,
-        )
-    else:
-        rows = db.execute(
-            text(
-                f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE {where} "
-                f"AND kind = ANY(CAST(:wanted AS text[])) ORDER BY {channel.order}, id DESC "
-                "LIMIT :limit"
-            ),
-            params,
-        )
+    where = f"{where_sql('memory', scope, params, owners=False)} AND {channel.where}"
+    parts, part_matches = _PARTS[channel.by]
+    ranges = " UNION ALL ".join(
+        f"(SELECT {_MEMORY_COLUMNS} FROM memories WHERE {where} AND {owner} AND {part_matches} "
+        "ORDER BY created_at DESC, id DESC LIMIT :limit)"
+        for owner in owner_clauses(scope, params)
+    )
+    rows = db.execute(
+        text(
+            f"SELECT m.* FROM {parts} AS p(part) CROSS JOIN LATERAL ({ranges}) AS m "
+            f"ORDER BY {channel.order}, id DESC LIMIT :limit"
+        ),
+        params,
+    )
     return [
         _Candidate(
             source="memory",
@@ -459,11 +472,10 @@ def _near_duplicates(
 
 
 def _duplicate_of(
-    candidate: _Candidate, kept: list[_Candidate], pairs: set[frozenset[str]]
+    candidate: _Candidate, kept: list[_Candidate], pairs: set[frozenset[str]], keys: dict[str, str]
 ) -> str | None:
-    text_key = normalize_for_key(candidate.content)
     for other in kept:
-        if normalize_for_key(other.content) == text_key:
+        if keys[other.ref] == keys[candidate.ref]:
             return f"same text as {other.ref}"
         if frozenset((candidate.ref, other.ref)) in pairs:
             return f"near-duplicate of {other.ref}"
@@ -492,10 +504,11 @@ def _dedupe(
         )
     candidates = [c for c in candidates if c.ref not in tracked]
     pairs = _near_duplicates(db, candidates, config.duplicate_cosine)
+    keys = {c.ref: normalize_for_key(c.content) for c in candidates}
     kept: list[_Candidate] = []
     # Memories before raw turns, so a turn is judged against what was extracted from it.
     for candidate in sorted(candidates, key=lambda c: (c.source == "message", -c.score, c.ref)):
-        reason = _duplicate_of(candidate, kept, pairs)
+        reason = _duplicate_of(candidate, kept, pairs, keys)
         if reason:
             excluded.append(Excluded(candidate.ref, candidate.kind, reason, candidate.score))
         else:
@@ -602,42 +615,50 @@ def _scope(request: _Request) -> SearchFilters:
     )
 
 
-def _gather(db: DbSession, request: _Request, scope: SearchFilters) -> list[_Candidate]:
+def _gather(
+    db: DbSession, request: _Request, scope: SearchFilters, prepared: PreparedQuery | None
+) -> list[_Candidate]:
     config, ns = request.config, request.namespace
-    groups: list[list[_Candidate]] = []
-    if request.seed_text.strip():
+    pinned: list[list[_Candidate]] = []
+    if request.pinned:  # these need no query vector: they run while the seed is embedded
+        pinned.append(_handoff_candidate(ns, request.user_id, request.now))
+        pinned += [
+            _memory_candidates(db, ns, scope, channel, request.now, config)
+            for channel in _memory_channels(config)
+        ]
+        pinned.append(_task_candidates(db, ns, request.user_id, config.pinned_n))
+    relevant: list[_Candidate] = []
+    if prepared is not None:
         hits = search_in(
             db,
             ns,
-            request.seed_text,
+            prepared,
             limit=config.relevance_n,
             filters=scope,
+            candidates=config.relevance_candidates,
             weights=config.fusion,
             now=request.now,
         )
         best = hits[0].score if hits else 0.0
-        groups.append([_from_hit(hit, best, rank) for rank, hit in enumerate(hits, start=1)])
-    if request.pinned:
-        groups.append(_handoff_candidate(ns, request.user_id, request.now))
-        groups += [
-            _memory_candidates(db, ns, scope, channel, request.now, config)
-            for channel in _memory_channels(config)
-        ]
-        groups.append(_task_candidates(db, ns, request.user_id, config.pinned_n))
-    return _merge(groups)
+        relevant = [_from_hit(hit, best, rank) for rank, hit in enumerate(hits, start=1)]
+    return _merge([relevant, *pinned])
 
 
 def _filtered_out(
-    db: DbSession, request: _Request, scope: SearchFilters, admitted: set[str]
+    db: DbSession,
+    request: _Request,
+    scope: SearchFilters,
+    prepared: PreparedQuery | None,
+    admitted: set[str],
 ) -> list[Excluded]:
     """Memories the seed matches that scoping hides: reported by id and reason only."""
-    if not request.seed_text.strip():
+    if prepared is None:
         return []
     audit = replace(scope, include_private=True, statuses=("active", *HIDDEN_STATUSES))
     hits = search_in(
         db,
         request.namespace,
-        request.seed_text,
+        prepared,
         limit=request.config.relevance_n,
         filters=audit,
         sources=("memory",),
@@ -678,12 +699,14 @@ def _log(db: DbSession, request: _Request, result: ContextResult) -> None:
 def _recall(request: _Request) -> ContextResult:
     excluded: list[Excluded] = []
     scope = _scope(request)
+    seed = request.seed_text
+    prepared = prepare_query(seed, scope, request.now) if seed.strip() else None
     with session_scope() as db:
         # The only write is the recall log: it need not wait for a WAL flush (a crash may
         # lose the last few log rows, never a memory).
         db.execute(text("SET LOCAL synchronous_commit = off"))
         candidates = []
-        for candidate in _gather(db, request, scope):
+        for candidate in _gather(db, request, scope, prepared):
             if candidate.ref in request.skip_refs:
                 excluded.append(Excluded(candidate.ref, candidate.kind, "already injected"))
             else:
@@ -694,7 +717,7 @@ def _recall(request: _Request) -> ContextResult:
             kept, request.max_tokens, request.now, request.config, excluded
         )
         if request.explain:
-            excluded += _filtered_out(db, request, scope, {c.ref for c in candidates})
+            excluded += _filtered_out(db, request, scope, prepared, {c.ref for c in candidates})
         result = ContextResult(
             block=block,
             items=items,

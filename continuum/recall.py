@@ -12,6 +12,7 @@ can be traced back to the turns it came from and explained. Beyond the two base 
 
 from __future__ import annotations
 
+from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal, TypedDict, Unpack
@@ -76,13 +77,27 @@ class SearchHit:
         return {**self.__dict__, "created_at": self.created_at.isoformat()}
 
 
-def where_sql(source: str, filters: SearchFilters, params: dict[str, Any]) -> str:
+def owner_clauses(filters: SearchFilters, params: dict[str, Any]) -> list[str]:
+    """The user scope as alternatives that together make `where_sql(..., owners=False)`
+    whole: the user's own rows and the shared ones (each an index range of its own, so an
+    ordered scan never walks other users' rows), or everything without a user."""
+    if not filters.user_id:
+        return ["true"]
+    params["uid"] = filters.user_id
+    return ["user_id = :uid", "user_id IS NULL"]
+
+
+def where_sql(
+    source: str, filters: SearchFilters, params: dict[str, Any], *, owners: bool = True
+) -> str:
     """The WHERE clause scoping `source` rows to the namespace, user, privacy, status and
-    filters (R16); fills `params`. Every read of memories or messages goes through it."""
+    filters (R16); fills `params`. Every read of memories or messages goes through it.
+    `owners=False` leaves out the user scope for a caller that ORs `owner_clauses` itself."""
     clauses = ["namespace = :ns"]
     if filters.user_id:
-        clauses.append("(user_id = :uid OR user_id IS NULL)")
         params["uid"] = filters.user_id
+        if owners:
+            clauses.append("(user_id = :uid OR user_id IS NULL)")
     if source == "memory":
         if len(filters.statuses) == 1:  # plain equality lets the planner use index order
             clauses.append("status = :status")
@@ -272,10 +287,33 @@ def attach_neighbours(db: DbSession, hits: list[SearchHit], width: int = 1) -> N
             hit.neighbours = by_hit.get(hit.id, [])
 
 
+@dataclass(frozen=True)
+class PreparedQuery:
+    """A query made ready before any SQL runs: the time window it names, its text without
+    that phrase, and its embedding on the way (computed on a background thread, so the
+    caller's SQL runs meanwhile). One prepared query serves several searches."""
+
+    text: str
+    window: TimeRange | None
+    vector: Future[list[float]] | None
+
+
+def prepare_query(
+    query: str, filters: SearchFilters | None = None, now: datetime | None = None
+) -> PreparedQuery:
+    """Parse `query`'s time phrase (unless `filters` bound the time already) relative to
+    `now` and start embedding the rest."""
+    window = None
+    if filters is None or (filters.since is None and filters.until is None):
+        window = parse_time_range(query, now)
+    stripped = strip_phrase(query, window)
+    return PreparedQuery(stripped, window, embed_query_soon(stripped))
+
+
 def search_in(
     db: DbSession,
     namespace: str,
-    query: str,
+    query: str | PreparedQuery,
     *,
     limit: int = 10,
     filters: SearchFilters | None = None,
@@ -285,15 +323,14 @@ def search_in(
     now: datetime | None = None,
     neighbours: int = 0,
 ) -> list[SearchHit]:
-    """`search` inside the caller's transaction."""
+    """`search` inside the caller's transaction; `query` may be prepared already."""
     filters = filters or SearchFilters()
     weights = weights or FusionWeights()
-    window: TimeRange | None = None
-    if filters.since is None and filters.until is None:
-        window = parse_time_range(query, now)
-    query = strip_phrase(query, window)
-    query_vector = embed_query_soon(query)  # computed while the text channels run
-    lexemes = query_lexemes(db, query)
+    prepared = query if isinstance(query, PreparedQuery) else prepare_query(query, filters, now)
+    query_vector = prepared.vector  # being embedded while the text channels rank
+    bounded = filters.since is not None or filters.until is not None
+    window = None if bounded else prepared.window  # explicit since/until win
+    lexemes = query_lexemes(db, prepared.text)
     params: dict[str, Any] = {
         "ns": namespace,
         "n": candidates,

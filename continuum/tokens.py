@@ -58,6 +58,7 @@ def tokenizer_name() -> str:
     return "wordpiece" if isinstance(_tokenizer(), _WordPiece) else "estimate"
 
 
+@lru_cache(maxsize=8192)  # the same pinned lines are counted by every recall
 def count_tokens(text: str) -> int:
     """Tokens `text` costs in a prompt (no special tokens)."""
     return _tokenizer().count(text) if text else 0

@@ -248,3 +248,39 @@ def test_a_memory_tracked_as_a_task_appears_once(db: Any) -> None:
         gone.ref == f"memory:{memory_id}" and gone.reason.startswith("tracked as task:")
         for gone in result.excluded
     )
+
+
+def test_importance_and_recency_channels_read_the_users_and_shared_rows(db: Any) -> None:
+    """Each channel reads the user's rows and the shared ones as separate ranges: the best
+    of both win, another user's never count, however many they are."""
+    for i in range(30):  # a crowd of another user's recent, important memories
+        remember(f"Maria note {i} about roses.", importance=10, days_ago=0.5, user_id="maria")
+    mine8 = remember("Jason's passport expires in May.", importance=8, days_ago=2)
+    mine9 = remember("Jason is allergic to penicillin.", importance=9, days_ago=20)
+    remember("Jason moved to Porto long ago.", importance=10, days_ago=40)  # outside 30 days
+    shared = remember("The household wifi password changed.", importance=10, days_ago=5,
+                      user_id=None)  # fmt: skip
+    config = RecallConfig(importance_n=3, recency_n=2)
+    result = context("pearl", "", 4000, user_id="jason", now=NOW, config=config)
+    why = {item.ref: item.why.split("; ") for item in result.items}
+    by_importance = {ref for ref, reasons in why.items() if config_why(config) in reasons}
+    assert by_importance == {f"memory:{m}" for m in (shared, mine9, mine8)}
+    assert {ref for ref, reasons in why.items() if "recent" in reasons} == {
+        f"memory:{mine8}",
+        f"memory:{shared}",
+    }
+    assert not any("Maria" in item.text for item in result.items)
+    everyone = context("pearl", "", 4000, now=NOW, config=config, explain=True)  # no user
+    shown = {i.ref for i in everyone.items} | {e.ref for e in everyone.excluded}
+    maria = {f"memory:{m}" for m in memory_ids("maria")}
+    assert len(shown & maria) == 3  # importance 10 and newest: the importance channel's 3
+
+
+def config_why(config: RecallConfig) -> str:
+    return f"importance ≥ {config.importance_min} within {config.importance_days} days"
+
+
+def memory_ids(user_id: str) -> list[int]:
+    with session_scope() as db:
+        rows = db.execute(text("SELECT id FROM memories WHERE user_id = :u"), {"u": user_id})
+        return [row.id for row in rows]
