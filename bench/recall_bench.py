@@ -147,9 +147,11 @@ def _fill(first: int, last: int, now: datetime, dim: int) -> None:
             )
         )
     # Steady state: without this, autovacuum wakes up for the new rows (and walks the HNSW
-    # graph) on the same two cores while latency is measured.
+    # graph), and the checkpointer writes the fill's gigabytes out, on the same two cores
+    # while latency is measured.
     with get_engine().connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
         conn.execute(text("VACUUM (ANALYZE) memories, messages"))
+        conn.execute(text("CHECKPOINT"))
 
 
 def latency(sizes: tuple[int, ...], samples: int) -> Section:

@@ -40,6 +40,7 @@ from continuum.db.engine import session_scope
 from continuum.db.models import MemoryLog
 from continuum.ephemeral import peek_handoff
 from continuum.recall import (
+    SEARCH_SETTINGS,
     FusionWeights,
     PreparedQuery,
     SearchFilters,
@@ -47,6 +48,7 @@ from continuum.recall import (
     owner_clauses,
     prepare_query,
     search_in,
+    set_local,
     where_sql,
 )
 from continuum.tokens import count_tokens
@@ -704,7 +706,7 @@ def _recall(request: _Request) -> ContextResult:
     with session_scope() as db:
         # The only write is the recall log: it need not wait for a WAL flush (a crash may
         # lose the last few log rows, never a memory).
-        db.execute(text("SET LOCAL synchronous_commit = off"))
+        set_local(db, {**SEARCH_SETTINGS, "synchronous_commit": "off"})
         candidates = []
         for candidate in _gather(db, request, scope, prepared):
             if candidate.ref in request.skip_refs:

@@ -125,3 +125,19 @@ def test_text_channel_is_bounded_by_analyzed_statistics(
     hits = search("pearl", "standup zanzibar", limit=3, now=NOW, sources=("message",))
     assert ids(hits)[0] == "big-137"
     assert all("text_rank" not in h.parts for h in hits[1:])  # only the rare word's row matched
+
+
+def test_rankings_are_planned_with_their_query_values(db: Any) -> None:
+    """A generic plan (Postgres may pick one once psycopg prepares a statement it has run
+    a few times) cannot see the tsquery or the vector: every search plans with them, for
+    its own transaction only."""
+    from continuum.recall import search_in
+
+    session("p1", NOW, [("user", "The garden drainage quote came in at 900 euros.")])
+    show = text("SELECT current_setting('plan_cache_mode')")
+    with session_scope() as db_session:
+        for _ in range(7):  # past psycopg's prepare threshold
+            assert ids(search_in(db_session, "pearl", "garden drainage quote")) == ["p1-0"]
+        assert db_session.execute(show).scalar() == "force_custom_plan"
+    with session_scope() as db_session:
+        assert db_session.execute(show).scalar() == "auto"
