@@ -153,6 +153,13 @@ def generate(namespace: str = "longconv", seed: int = 7) -> LongConversation:
         b.plant(session, "user", f"Spent the afternoon at {place} with {friend}.", f"t{k}")
         b.ask(f"Who was I at {place} with last {day:%A}?", [f"t{k}"], "temporal",
               now=day + timedelta(days=3))  # fmt: skip
+    # reported after the fact: said on a Monday about the weekend before, asked next day
+    for k, session in enumerate((28, 42)):  # sessions on Mondays
+        friend = names[4 + k]
+        b.plant(session, "user", f"Last weekend I went sailing with {friend}, no wind at all.",
+                f"r{k}")  # fmt: skip
+        b.ask("Who did I go sailing with last weekend?", [f"r{k}"], "temporal",
+              now=b.when(session) + timedelta(days=1))  # fmt: skip
     b.plant(33, "user", "Today I finally submitted the grant application.", "j")
     b.ask(f"What did I submit in {b.when(33):%B}?", ["j"], "temporal")
     # people around the user, asked about without their names

@@ -4,7 +4,8 @@ fused by reciprocal rank, always scoped to one namespace (and user when given).
 Every hit carries the ids of its source messages and the parts of its score, so an answer
 can be traced back to the turns it came from and explained. Beyond the two base channels:
 - a time expression in the query ("last weekend", "in March", relative to `now`) is taken
-  out of the query text and adds vector + text ranks among rows inside that window;
+  out of the query text and adds vector + text ranks among rows about that window (said in
+  it, or said soon after with a phrase pointing back into it: "last weekend I…" on Monday);
 - an extracted memory is an extra key for its source turns: a memory hit passes a share of
   its score to the messages it came from (fetched if no channel found them);
 - a message hit can carry its neighbouring turns of the same session as context.
@@ -356,8 +357,9 @@ def search_in(
         params[f"tsm_{source}"] = plan(lexemes, stats, namespace)
     set_local(db, SEARCH_SETTINGS)
     scopes = [("", filters)]
-    if window:
-        scopes.append(("_in_window", replace(filters, since=window.since, until=window.until)))
+    if window:  # turns said in the window, or soon after it about it (see mentioned_in)
+        reach = replace(filters, since=window.since, until=window.reported_until)
+        scopes.append(("_in_window", reach))
     fusion = _Fusion(weights)
     channels = (["text"] if lexemes else []) + (["vector"] if query_vector else [])
     for channel in channels:  # text first: the query vector is still being computed
@@ -366,6 +368,10 @@ def search_in(
         for source in sources:
             for suffix, scope in scopes:
                 ranked = _ranked(db, source, channel, where_sql(source, scope, params), params)
+                if suffix and window:
+                    ranked = [
+                        r for r in ranked if window.mentioned_in(r[0].content, r[0].created_at)
+                    ]
                 weight = weights.in_window if suffix else getattr(weights, channel)
                 fusion.add(source, channel + suffix, ranked, weight)
     if "message" in sources and "memory" in sources:

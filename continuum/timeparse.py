@@ -1,5 +1,8 @@
-"""Query-side time expressions: "yesterday", "last weekend", "in March", "two weeks ago"…
-become a `[since, until)` window relative to `now` (in `now`'s time zone).
+"""Query-side time expressions: "yesterday", "last weekend", "in March", "last summer",
+"two weeks ago"… become a `[since, until)` window relative to `now` (in `now`'s time
+zone; seasons are the northern meteorological ones). A turn is about
+the window when it was said inside it, or said soon after with a phrase of its own that
+points back into it ("last weekend I…", said on Monday, read relative to Monday).
 
 Calendar phrases map to their calendar span (last week = the previous Monday–Sunday). Phrases
 that count back ("3 days ago", "a month ago") are fuzzy in speech, so they map to a window
@@ -44,6 +47,10 @@ _MONTH_WORD = r"(?P<month>jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|j
 _COUNT = r"(?P<n>\d+|a couple of|couple of|a few|few|several|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
 
 
+REPORT_LAG_MIN = timedelta(days=2)
+REPORT_LAG_MAX = timedelta(days=7)
+
+
 @dataclass(frozen=True)
 class TimeRange:
     """A half-open window `[since, until)` and the words of the query that expressed it."""
@@ -54,6 +61,26 @@ class TimeRange:
 
     def contains(self, when: datetime) -> bool:
         return self.since <= when < self.until
+
+    def overlaps(self, other: TimeRange) -> bool:
+        return self.since < other.until and other.since < self.until
+
+    @property
+    def reported_until(self) -> datetime:
+        """Until when people still report on the window ("last weekend I…", said on
+        Monday): its own length after it, at least 2 days and at most a week."""
+        lag = min(max(self.until - self.since, REPORT_LAG_MIN), REPORT_LAG_MAX)
+        return self.until + lag
+
+    def mentioned_in(self, text: str, said_at: datetime) -> bool:
+        """Whether a turn said at `said_at` is about this window: said inside it, or said
+        soon after with a time phrase of its own that points back into it."""
+        if self.contains(said_at):
+            return True
+        if not self.until <= said_at < self.reported_until:
+            return False
+        own = parse_time_range(text, said_at)
+        return own is not None and own.overlaps(self)
 
 
 def _midnight(day: date, now: datetime) -> datetime:
@@ -103,11 +130,15 @@ def _which(m: re.Match[str]) -> str:
 
 
 def _weekend(m: re.Match[str], now: datetime) -> tuple[datetime, datetime]:
+    """The weekend just past; "this weekend" on a weekend day is the current one, and from
+    Tuesday to Friday the coming one (on a Monday it still means the one just ended)."""
     today = now.date()
     in_weekend = today.weekday() >= 5
     saturday = today - timedelta(days=(today.weekday() - 5) % 7)
     if _which(m) in ("last", "past") and in_weekend:
         saturday -= timedelta(days=7)
+    elif _which(m) == "this" and 1 <= today.weekday() <= 4:
+        saturday += timedelta(days=7)
     return _days(saturday, 2, now)
 
 
@@ -133,6 +164,36 @@ def _relative_year(m: re.Match[str], now: datetime) -> tuple[datetime, datetime]
     return _year_span(now.year - (_which(m) == "last"), now)
 
 
+_SEASON_START = {"spring": 3, "summer": 6, "autumn": 9, "fall": 9, "winter": 12}
+
+
+def _season_span(season: str, year: int, now: datetime) -> tuple[datetime, datetime]:
+    """The three months of `season` starting in `year` (winter runs into the next year)."""
+    start = _SEASON_START[season.lower()]
+    end = start + 3
+    return _midnight(date(year, start, 1), now), _midnight(
+        date(year + (end > 12), (end - 1) % 12 + 1, 1), now
+    )
+
+
+def _season(m: re.Match[str], now: datetime) -> tuple[datetime, datetime]:
+    """ "last summer": the latest one over; "this winter": the one of this year (winter:
+    the one still running in January and February); "in the spring (of 2025)": that year's,
+    or the latest one begun."""
+    season, which = m["season"], (m["which"] or "").lower()
+    if m["year"]:
+        return _season_span(season, int(m["year"]), now)
+    if which == "this":
+        winter_running = season.lower() == "winter" and now.month <= 2
+        return _season_span(season, now.year - winter_running, now)
+    year = now.year
+    while True:  # at most two steps back
+        since, until = _season_span(season, year, now)
+        if (until if which in ("last", "past") else since) <= now:
+            return since, until
+        year -= 1
+
+
 def _month_day(m: re.Match[str], now: datetime) -> tuple[datetime, datetime]:
     month, day = _month_number(m.group("month")), int(m.group("day"))
     year = int(m.group("year")) if m.group("year") else now.year
@@ -155,6 +216,9 @@ _RULES: list[tuple[str, Resolver]] = [
     (rf"\b{_COUNT} (?P<unit>day|week|month|year)s? ago\b", _ago),
     (r"\b(?P<which>last|this|past) ?weekend\b|\b(?P<which2>the) weekend\b",
      _weekend),
+    (r"\b(?:(?P<which>last|this|past)|in|during|over) (?:the )?"
+     r"(?P<season>spring|summer|autumn|fall|winter)(?: (?:of )?(?P<year>(?:19|20)\d{2}))?\b",
+     _season),
     (r"\b(?P<which>last|this) week\b", _week),
     (r"\b(?P<which>last|this) month\b", _relative_month),
     (r"\b(?P<which>last|this) year\b|\bearlier (?P<which2>this) year\b",

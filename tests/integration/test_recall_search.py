@@ -49,6 +49,22 @@ def test_time_phrase_finds_the_turn_from_that_time(db: Any) -> None:
     assert ids(explicit) == ["w2-0"]  # explicit filters win over the phrase
 
 
+def test_a_report_said_after_the_window_about_it_counts_as_in_it(db: Any) -> None:
+    """ "Last weekend I went kayaking with Ines", said on Monday, answers "last weekend"
+    asked on Tuesday; the same report a week earlier and plans for the next weekend do not."""
+    monday = datetime(2026, 11, 23, 8, tzinfo=UTC)
+    for weeks, friend in enumerate(("Ines", "Tomasz", "Aiko", "Oren")):
+        said = monday - timedelta(weeks=weeks)
+        session(f"k{weeks}", said, [("user", f"Last weekend I went kayaking with {friend}.")])
+    session("plan", NOW - timedelta(hours=1),  # newest, and about the coming weekend
+            [("user", "This weekend I want to go kayaking with Priya.")])  # fmt: skip
+    embed_pending()
+    hits = search("pearl", "who did I go kayaking with last weekend?", limit=3, now=NOW)
+    assert ids(hits)[0] == "k0-0"
+    assert "vector_in_window_rank" in hits[0].parts
+    assert not any("in_window" in key for hit in hits[1:] for key in hit.parts)
+
+
 def test_a_memory_hit_scores_its_source_turn(db: Any) -> None:
     session("s1", NOW - timedelta(days=3), [
         ("user", "Morning! Quick thing before the grocery run."),

@@ -20,6 +20,16 @@ def day(month: int, d: int, year: int = 2026) -> str:
     [
         ("what did I say yesterday?", day(11, 23), day(11, 24)),
         ("what did we do last weekend", day(11, 21), day(11, 23)),
+        ("plans for this weekend", day(11, 28), day(11, 30)),  # on a Tuesday: the coming one
+        ("where did we go last summer", day(6, 1), day(9, 1)),
+        ("last winter", day(12, 1, 2025), day(3, 1)),
+        ("last autumn", day(9, 1, 2025), day(12, 1, 2025)),  # this one is not over yet
+        ("in the spring", day(3, 1), day(6, 1)),
+        ("in the winter", day(12, 1, 2025), day(3, 1)),  # the latest begun
+        ("this winter", day(12, 1), day(3, 1, 2027)),
+        ("during the summer of 2025", day(6, 1, 2025), day(9, 1, 2025)),
+        ("over the fall", day(9, 1), day(12, 1)),
+        ("how was this past weekend", day(11, 21), day(11, 23)),
         ("anything from last week", day(11, 16), day(11, 23)),
         ("the plan in March", day(3, 1), day(4, 1)),
         ("back in December", day(12, 1, 2025), day(1, 1)),  # the latest December before now
@@ -59,3 +69,33 @@ def test_first_expression_wins_and_weekend_today() -> None:
     last = parse_time_range("last weekend", sunday)
     assert this is not None and this.since.isoformat() == day(11, 28)
     assert last is not None and last.since.isoformat() == day(11, 21)
+
+
+@pytest.mark.parametrize(
+    ("text", "said_at", "about"),
+    [
+        ("Went kayaking with Sam.", datetime(2026, 11, 22, 15, tzinfo=UTC), True),  # Sunday
+        ("Last weekend I went kayaking with Sam.", datetime(2026, 11, 23, 8, tzinfo=UTC), True),
+        ("Yesterday I went kayaking.", datetime(2026, 11, 23, 8, tzinfo=UTC), True),  # Sun
+        ("On Saturday we went kayaking.", datetime(2026, 11, 24, 8, tzinfo=UTC), True),
+        ("I went kayaking with Sam.", datetime(2026, 11, 23, 8, tzinfo=UTC), False),  # no phrase
+        ("Yesterday I went kayaking.", datetime(2026, 11, 24, 8, tzinfo=UTC), False),  # Monday
+        ("Last weekend I went kayaking.", datetime(2026, 11, 28, 8, tzinfo=UTC), False),  # too late
+        ("Last weekend I went kayaking.", datetime(2026, 11, 20, 8, tzinfo=UTC), False),  # before
+    ],
+)
+def test_a_turn_is_about_the_window_when_said_in_it_or_reporting_back_on_it(
+    text: str, said_at: datetime, about: bool
+) -> None:
+    window = parse_time_range("who did I go kayaking with last weekend?", NOW)  # Nov 21-22
+    assert window is not None
+    assert window.mentioned_in(text, said_at) is about
+
+
+def test_reports_are_awaited_for_the_windows_length_within_two_days_and_a_week() -> None:
+    lags = {}
+    for query in ("yesterday", "last weekend", "last week", "last month"):
+        window = parse_time_range(query, NOW)
+        assert window is not None
+        lags[query] = (window.reported_until - window.until).days
+    assert lags == {"yesterday": 2, "last weekend": 2, "last week": 7, "last month": 7}
