@@ -135,10 +135,24 @@ _COLUMNS = {
     "message": "id, content, created_at, session_id, channel, role AS kind, NULL::int AS importance,"
     " ARRAY[message_id] AS source_message_ids, 'active' AS status, false AS private",
 }
+_NAMES = (
+    "id, content, created_at, session_id, channel, kind, importance, source_message_ids, "
+    "status, private"
+)  # of _COLUMNS, either source
 _TABLES = {"memory": "memories", "message": "messages"}
+WINDOW_EXACT_ROWS = 2000  # a time window with at most this many rows is ranked exactly
+WINDOW_SCAN_TUPLES = 2000  # tuples the index may visit ranking a wider one
 _CHANNEL_SQL = {  # channel → SELECT of the `:n` best rows of `{table}` passing `{where}`
     "vector": "SELECT {columns}, embedding <=> CAST(:qv AS halfvec) AS signal FROM {table} "
     "WHERE {where} AND embedding IS NOT NULL ORDER BY signal LIMIT :n",
+    # A time window holds few rows: their distances are computed exactly, newest first up to
+    # one row past the limit, whose presence (window_rows) says the window is too wide for
+    # this and the index must rank it. An HNSW scan filtered to a narrow window would visit
+    # thousands of tuples to fill its LIMIT (33-180 ms for 4 days of a million memories).
+    "vector_window": "WITH w AS (SELECT {columns}, embedding FROM {table} WHERE {where} "
+    "AND embedding IS NOT NULL ORDER BY created_at DESC, id DESC LIMIT :window_rows) "
+    "SELECT " + _NAMES + ", embedding <=> CAST(:qv AS halfvec) AS signal, "
+    "(SELECT count(*) FROM w) AS window_rows FROM w ORDER BY signal, id LIMIT :n",
     # Rows are selected by the planned match query (at most :cap of them, see textquery)
     # and ranked by BM25 on every lexeme of the question: a word's weight is its rarity
     # among the matched rows, a turn's length dampens it (k1 = 1.2, b = 0.75; chat turns
@@ -200,6 +214,19 @@ def _ranked(
         columns=_COLUMNS[source], table=_TABLES[source], where=where, source=source
     )
     return [(row, float(row.signal)) for row in db.execute(text(sql), params)]
+
+
+def _window_vector(
+    db: DbSession, source: Source, where: str, params: dict[str, Any]
+) -> list[tuple[Any, float]]:
+    """The vector ranking inside a time window: exact over the window's rows when they are
+    few, else by the index with its scan bounded for the rest of the search (a boost
+    channel need not be complete: at a million memories, 4 days of them, 32 → 8 ms)."""
+    ranked = _ranked(db, source, "vector_window", where, params)
+    if not ranked or ranked[0][0].window_rows <= WINDOW_EXACT_ROWS:
+        return ranked
+    set_local(db, {"hnsw.max_scan_tuples": str(WINDOW_SCAN_TUPLES)})
+    return _ranked(db, source, "vector", where, params)
 
 
 class _Fusion:
@@ -351,6 +378,7 @@ def search_in(
         "n": candidates,
         "cap": MATCH_CAP,
         "terms": [quote_lexeme(lexeme) for lexeme in lexemes],
+        "window_rows": WINDOW_EXACT_ROWS + 1,
     }
     for source in sources if lexemes else ():
         stats = table_stats.get(db, _TABLES[source])
@@ -365,9 +393,13 @@ def search_in(
     for channel in channels:  # text first: the query vector is still being computed
         if channel == "vector" and query_vector:
             params["qv"] = vector_literal(query_vector.result())
-        for source in sources:
-            for suffix, scope in scopes:
-                ranked = _ranked(db, source, channel, where_sql(source, scope, params), params)
+        for suffix, scope in scopes:  # the window's rankings last (see _window_vector)
+            for source in sources:
+                where = where_sql(source, scope, params)
+                if suffix and channel == "vector":
+                    ranked = _window_vector(db, source, where, params)
+                else:
+                    ranked = _ranked(db, source, channel, where, params)
                 if suffix and window:
                     ranked = [
                         r for r in ranked if window.mentioned_in(r[0].content, r[0].created_at)

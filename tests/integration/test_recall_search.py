@@ -65,6 +65,35 @@ def test_a_report_said_after_the_window_about_it_counts_as_in_it(db: Any) -> Non
     assert not any("in_window" in key for hit in hits[1:] for key in hit.parts)
 
 
+@pytest.mark.parametrize("exact_rows", [2000, 1])
+def test_a_window_is_ranked_exactly_unless_it_is_wide(
+    db: Any, monkeypatch: pytest.MonkeyPatch, exact_rows: int
+) -> None:
+    """Few rows in the window: distances computed over them all. More than the limit: the
+    HNSW index ranks them. Either way the same turn comes first."""
+    from continuum import recall
+
+    for weeks in range(4):
+        when = datetime(2026, 11, 21, 10, tzinfo=UTC) - timedelta(weeks=weeks)
+        session(f"w{weeks}", when, [("user", f"Baked sourdough bread, loaf number {weeks + 1}."),
+                                    ("user", "Then I cleaned the kitchen.")])  # fmt: skip
+    embed_pending()
+    monkeypatch.setattr(recall, "WINDOW_EXACT_ROWS", exact_rows)
+    used: list[str] = []
+    ranked = recall._ranked
+
+    def spy(db_: Any, source: Any, channel: str, where: str, params: Any) -> Any:
+        used.append(channel)
+        return ranked(db_, source, channel, where, params)
+
+    monkeypatch.setattr(recall, "_ranked", spy)
+    hits = search("pearl", "what did I bake last weekend?", limit=1, now=NOW)
+    assert ids(hits) == ["w0-0"] and "vector_in_window_rank" in hits[0].parts
+    assert used.count("vector_window") == 2  # memories and messages
+    fallbacks = used.count("vector") - 2  # beyond the plain vector channel per source
+    assert fallbacks >= 1 if exact_rows == 1 else fallbacks == 0  # the window's 2 turns > 1
+
+
 def test_a_memory_hit_scores_its_source_turn(db: Any) -> None:
     session("s1", NOW - timedelta(days=3), [
         ("user", "Morning! Quick thing before the grocery run."),
