@@ -30,7 +30,7 @@ test-faults: install ## Slow fault-injection tests: killed workers, restarted se
 bench: install ## Benchmarks against real servers; tables printed, saved to bench/results/.
 	$(PY) -m bench
 
-bench-million: install ## Recall latency at 10k, 100k and 1M memories (~16 min, mostly the 1M HNSW build).
+bench-million: install ## Recall latency at 10k, 100k and 1M memories (~10 min, mostly the 1M HNSW build).
 	$(PY) -m bench --only recall --million
 
 test-all: install

@@ -25,7 +25,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="smaller corpora, for a smoke run")
     parser.add_argument(
-        "--million", action="store_true", help="recall latency at 1M memories too (~16 min)"
+        "--million", action="store_true", help="recall latency at 1M memories too (~10 min)"
     )
     parser.add_argument(
         "--only", choices=sorted(SECTIONS), action="append", help="run these sections alone"

@@ -79,7 +79,7 @@ class Options:
     """Command-line choices every section's `run` receives."""
 
     quick: bool = False  # smaller corpora, for a smoke run
-    million: bool = False  # recall latency at 1M memories too (~14 min to generate and index them)
+    million: bool = False  # recall latency at 1M memories too (~9 min to generate and index them)
 
 
 @dataclass
