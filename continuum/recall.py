@@ -179,6 +179,7 @@ SEARCH_SETTINGS = {
     "plan_cache_mode": "force_custom_plan",
     "hnsw.iterative_scan": "relaxed_order",
     "hnsw.ef_search": "100",
+    "hnsw.max_scan_tuples": "20000",  # pgvector's default; a window ranking may lower it
 }
 
 
