@@ -40,7 +40,6 @@ from continuum.db.engine import session_scope
 from continuum.db.models import MemoryLog
 from continuum.ephemeral import peek_handoff
 from continuum.recall import (
-    SEARCH_SETTINGS,
     FusionWeights,
     PreparedQuery,
     SearchFilters,
@@ -48,7 +47,7 @@ from continuum.recall import (
     owner_clauses,
     prepare_query,
     search_in,
-    set_local,
+    use_search_settings,
     where_sql,
 )
 from continuum.tokens import count_tokens
@@ -706,7 +705,7 @@ def _recall(request: _Request) -> ContextResult:
     with session_scope() as db:
         # The only write is the recall log: it need not wait for a WAL flush (a crash may
         # lose the last few log rows, never a memory).
-        set_local(db, {**SEARCH_SETTINGS, "synchronous_commit": "off"})
+        use_search_settings(db, {"synchronous_commit": "off"})
         candidates = []
         for candidate in _gather(db, request, scope, prepared):
             if candidate.ref in request.skip_refs:

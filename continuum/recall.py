@@ -56,6 +56,11 @@ class SearchFilters:
     include_private: bool = False  # the owner's (user_id's) private memories, nobody else's
     statuses: tuple[str, ...] = ("active",)
 
+    @property
+    def time_bounded(self) -> bool:
+        """Explicit `since`/`until` bounds win over a time phrase in the query."""
+        return self.since is not None or self.until is not None
+
 
 @dataclass
 class SearchHit:
@@ -135,10 +140,6 @@ _COLUMNS = {
     "message": "id, content, created_at, session_id, channel, role AS kind, NULL::int AS importance,"
     " ARRAY[message_id] AS source_message_ids, 'active' AS status, false AS private",
 }
-_NAMES = (
-    "id, content, created_at, session_id, channel, kind, importance, source_message_ids, "
-    "status, private"
-)  # of _COLUMNS, either source
 _TABLES = {"memory": "memories", "message": "messages"}
 WINDOW_EXACT_ROWS = 2000  # a time window with at most this many rows is ranked exactly
 WINDOW_SCAN_TUPLES = 2000  # tuples the index may visit ranking a wider one
@@ -151,7 +152,7 @@ _CHANNEL_SQL = {  # channel → SELECT of the `:n` best rows of `{table}` passin
     # thousands of tuples to fill its LIMIT (33-180 ms for 4 days of a million memories).
     "vector_window": "WITH w AS (SELECT {columns}, embedding FROM {table} WHERE {where} "
     "AND embedding IS NOT NULL ORDER BY created_at DESC, id DESC LIMIT :window_rows) "
-    "SELECT " + _NAMES + ", embedding <=> CAST(:qv AS halfvec) AS signal, "
+    "SELECT " + _COLUMNS["memory"] + ", embedding <=> CAST(:qv AS halfvec) AS signal, "
     "(SELECT count(*) FROM w) AS window_rows FROM w ORDER BY signal, id LIMIT :n",
     # Rows are selected by the planned match query (at most :cap of them, see textquery)
     # and ranked by BM25 on every lexeme of the question: a word's weight is its rarity
@@ -179,8 +180,9 @@ SEARCH_SETTINGS = {
     "plan_cache_mode": "force_custom_plan",
     "hnsw.iterative_scan": "relaxed_order",
     "hnsw.ef_search": "100",
-    "hnsw.max_scan_tuples": "20000",  # pgvector's default; a window ranking may lower it
+    "hnsw.max_scan_tuples": "20000",  # pgvector's default; one window ranking may lower it
 }
+_SETTINGS_OF = "continuum.search_settings"  # Session.info key: the transaction they are set in
 
 
 def set_local(db: DbSession, settings: dict[str, str]) -> None:
@@ -190,6 +192,18 @@ def set_local(db: DbSession, settings: dict[str, str]) -> None:
     for i, (name, value) in enumerate(settings.items()):
         params[f"name{i}"], params[f"value{i}"] = name, value
     db.execute(text(f"SELECT {calls}"), params)
+
+
+def use_search_settings(db: DbSession, extra: dict[str, str] | None = None) -> None:
+    """SEARCH_SETTINGS (and `extra`) for the caller's transaction, set once in it: a caller
+    running several searches in one transaction (context(), its explain audit) pays one
+    round trip."""
+    transaction = db.get_transaction()
+    pending = {} if db.info.get(_SETTINGS_OF) is transaction else dict(SEARCH_SETTINGS)
+    pending.update(extra or {})
+    if pending:
+        set_local(db, pending)
+        db.info[_SETTINGS_OF] = transaction
 
 
 def _hit(source: Source, row: Any) -> SearchHit:
@@ -221,13 +235,16 @@ def _window_vector(
     db: DbSession, source: Source, where: str, params: dict[str, Any]
 ) -> list[tuple[Any, float]]:
     """The vector ranking inside a time window: exact over the window's rows when they are
-    few, else by the index with its scan bounded for the rest of the search (a boost
-    channel need not be complete: at a million memories, 4 days of them, 32 → 8 ms)."""
+    few, else by the index with its scan bounded for this one query (a boost channel need
+    not be complete: at a million memories, 4 days of them, 32 → 8 ms)."""
     ranked = _ranked(db, source, "vector_window", where, params)
     if not ranked or ranked[0][0].window_rows <= WINDOW_EXACT_ROWS:
         return ranked
-    set_local(db, {"hnsw.max_scan_tuples": str(WINDOW_SCAN_TUPLES)})
-    return _ranked(db, source, "vector", where, params)
+    setting = "hnsw.max_scan_tuples"
+    set_local(db, {setting: str(WINDOW_SCAN_TUPLES)})
+    ranked = _ranked(db, source, "vector", where, params)
+    set_local(db, {setting: SEARCH_SETTINGS[setting]})
+    return ranked
 
 
 class _Fusion:
@@ -347,7 +364,7 @@ def prepare_query(
     """Parse `query`'s time phrase (unless `filters` bound the time already) relative to
     `now` and start embedding the rest."""
     window = None
-    if filters is None or (filters.since is None and filters.until is None):
+    if filters is None or not filters.time_bounded:
         window = parse_time_range(query, now)
     stripped = strip_phrase(query, window)
     return PreparedQuery(stripped, window, embed_query_soon(stripped))
@@ -371,8 +388,7 @@ def search_in(
     weights = weights or FusionWeights()
     prepared = query if isinstance(query, PreparedQuery) else prepare_query(query, filters, now)
     query_vector = prepared.vector  # being embedded while the text channels rank
-    bounded = filters.since is not None or filters.until is not None
-    window = None if bounded else prepared.window  # explicit since/until win
+    window = None if filters.time_bounded else prepared.window
     lexemes = query_lexemes(db, prepared.text)
     params: dict[str, Any] = {
         "ns": namespace,
@@ -384,7 +400,7 @@ def search_in(
     for source in sources if lexemes else ():
         stats = table_stats.get(db, _TABLES[source])
         params[f"tsm_{source}"] = plan(lexemes, stats, namespace)
-    set_local(db, SEARCH_SETTINGS)
+    use_search_settings(db)
     scopes = [("", filters)]
     if window:  # turns said in the window, or soon after it about it (see mentioned_in)
         reach = replace(filters, since=window.since, until=window.reported_until)
@@ -394,8 +410,8 @@ def search_in(
     for channel in channels:  # text first: the query vector is still being computed
         if channel == "vector" and query_vector:
             params["qv"] = vector_literal(query_vector.result())
-        for suffix, scope in scopes:  # the window's rankings last (see _window_vector)
-            for source in sources:
+        for source in sources:
+            for suffix, scope in scopes:
                 where = where_sql(source, scope, params)
                 if suffix and channel == "vector":
                     ranked = _window_vector(db, source, where, params)

@@ -284,3 +284,24 @@ def memory_ids(user_id: str) -> list[int]:
     with session_scope() as db:
         rows = db.execute(text("SELECT id FROM memories WHERE user_id = :u"), {"u": user_id})
         return [row.id for row in rows]
+
+
+def test_one_settings_round_trip_per_recall(garden: dict[str, int]) -> None:
+    """context() and the searches inside its transaction (the relevance channel, explain's
+    audit) set the search settings once, counted on the real connection."""
+    from sqlalchemy import event
+
+    from continuum.db.engine import get_engine
+
+    statements: list[str] = []
+
+    def record(*args: Any) -> None:
+        statements.append(args[2])
+
+    engine = get_engine()
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        context("pearl", "garden drainage", 800, user_id="jason", now=NOW, explain=True)
+    finally:
+        event.remove(engine, "before_cursor_execute", record)
+    assert sum("set_config" in sql for sql in statements) == 1

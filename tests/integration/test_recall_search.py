@@ -87,13 +87,12 @@ def test_a_window_is_ranked_exactly_unless_it_is_wide(
         return ranked(db_, source, channel, where, params)
 
     monkeypatch.setattr(recall, "_ranked", spy)
+    bound = text("SELECT current_setting('hnsw.max_scan_tuples')")
     with session_scope() as db_session:
         hits = recall.search_in(db_session, "pearl", "what did I bake last weekend?", limit=1,
                                 now=NOW)  # fmt: skip
         assert ids(hits) == ["w0-0"] and "vector_in_window_rank" in hits[0].parts
-        recall.set_local(db_session, recall.SEARCH_SETTINGS)  # the next search starts afresh
-        bound = db_session.execute(text("SELECT current_setting('hnsw.max_scan_tuples')"))
-        assert bound.scalar() == "20000"
+        assert db_session.execute(bound).scalar() == "20000"  # the bound was for one query
     assert used.count("vector_window") == 2  # memories and messages
     fallbacks = used.count("vector") - 2  # beyond the plain vector channel per source
     assert fallbacks >= 1 if exact_rows == 1 else fallbacks == 0  # the window's 2 turns > 1
