@@ -58,7 +58,16 @@ def tokenizer_name() -> str:
     return "wordpiece" if isinstance(_tokenizer(), _WordPiece) else "estimate"
 
 
-@lru_cache(maxsize=8192)  # the same pinned lines are counted by every recall
+CACHED_CHARS = 1024  # a block's lines repeat from recall to recall; whole blocks do not
+
+
+@lru_cache(maxsize=8192)  # lines only: 8 MB at most
+def _count_line(text: str) -> int:
+    return _tokenizer().count(text)
+
+
 def count_tokens(text: str) -> int:
     """Tokens `text` costs in a prompt (no special tokens)."""
-    return _tokenizer().count(text) if text else 0
+    if not text:
+        return 0
+    return _count_line(text) if len(text) <= CACHED_CHARS else _tokenizer().count(text)

@@ -17,3 +17,17 @@ def test_counts_add_up_across_whitespace_joins() -> None:
              "- 2026-11-21 (Sat, 3 days ago) [voice] Decided: Hoffmann — €4,200!"]  # fmt: skip
     assert count_tokens("\n".join(lines)) == sum(count_tokens(line) for line in lines)
     assert count_tokens("\n\n".join(lines)) == sum(count_tokens(line) for line in lines)
+
+
+def test_lines_are_cached_and_blocks_are_not() -> None:
+    """The same lines come back on every recall; each block is new and would only fill the
+    cache (bounded by line size)."""
+    from continuum import tokens
+
+    line = "- 2026-11-21 (Sat, 3 days ago) [voice] Decided to hire Hoffmann Landscaping."
+    block = "\n".join([line] * 40)
+    assert len(line) <= tokens.CACHED_CHARS < len(block)
+    before = tokens._count_line.cache_info()
+    assert count_tokens(block) == 40 * count_tokens(line)
+    after = tokens._count_line.cache_info()
+    assert after.currsize - before.currsize <= 1  # the line at most, never the block
