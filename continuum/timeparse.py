@@ -170,10 +170,10 @@ _SEASON_START = {"spring": 3, "summer": 6, "autumn": 9, "fall": 9, "winter": 12}
 def _season_span(season: str, year: int, now: datetime) -> tuple[datetime, datetime]:
     """The three months of `season` starting in `year` (winter runs into the next year)."""
     start = _SEASON_START[season.lower()]
-    end = start + 3
-    return _midnight(date(year, start, 1), now), _midnight(
-        date(year + (end > 12), (end - 1) % 12 + 1, 1), now
-    )
+    last = start + 2  # its third month
+    return _month_span(year, start, now)[0], _month_span(year + (last > 12), last % 12 or 12, now)[
+        1
+    ]
 
 
 def _season(m: re.Match[str], now: datetime) -> tuple[datetime, datetime]:

@@ -2,7 +2,8 @@
 conversations, open threads, preferences, recency, importance) read a user's own rows and
 the shared ones as separate ordered index ranges. With only namespace-leading indexes, a
 user with few memories in a namespace shared with many made each range walk everybody
-else's rows (at a million memories, 14 ms for the importance channel alone).
+else's rows (at a million memories, 11.8 ms for the importance channel alone; 0.55 ms
+with these).
 
 Revision ID: 0008
 Revises: 0007
