@@ -114,7 +114,7 @@ def reset_embeddings() -> dict[str, int]:
             result = db.execute(text(f"UPDATE {table} SET embedding = NULL"))
             cleared[table] = int(result.rowcount or 0)  # type: ignore[attr-defined]
             db.execute(text(f"DROP INDEX IF EXISTS {table}_embedding"))
-            db.execute(text(f"ALTER TABLE {table} ALTER COLUMN embedding TYPE halfvec({dim})"))
+            _retype_embedding(db, table, f"halfvec({dim})")
             db.execute(
                 text(
                     f"CREATE INDEX {table}_embedding ON {table} "
@@ -123,3 +123,33 @@ def reset_embeddings() -> dict[str, int]:
             )
         db.execute(text("DELETE FROM system_state WHERE key = :k"), {"k": MODEL_STATE_KEY})
     return cleared
+
+
+def _retype_embedding(db: DbSession, table: str, column_type: str) -> None:
+    """Give `table.embedding` the type `column_type`. Postgres refuses to retype a column
+    that a view reads (the per-instance views of transcript sync read every column), so
+    those views are dropped and recreated from their own definitions around the change."""
+    current = db.scalar(
+        text(
+            "SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
+            "WHERE attrelid = CAST(:table AS regclass) AND attname = 'embedding'"
+        ),
+        {"table": table},
+    )
+    if current == column_type:
+        return
+    views = db.execute(
+        text(
+            "SELECT DISTINCT view.relname, pg_get_viewdef(view.oid) FROM pg_depend dep "
+            "JOIN pg_rewrite rule ON rule.oid = dep.objid "
+            "JOIN pg_class view ON view.oid = rule.ev_class "
+            "WHERE dep.classid = 'pg_rewrite'::regclass "
+            "AND dep.refobjid = CAST(:table AS regclass) AND view.oid <> dep.refobjid"
+        ),
+        {"table": table},
+    ).all()
+    for name, _ in views:
+        db.execute(text(f'DROP VIEW "{name}"'))
+    db.execute(text(f"ALTER TABLE {table} ALTER COLUMN embedding TYPE {column_type}"))
+    for name, definition in views:
+        db.execute(text(f'CREATE VIEW "{name}" AS {definition}'))

@@ -11,9 +11,11 @@ import pytest
 from sqlalchemy import text
 
 from continuum.db.engine import session_scope
+from continuum.embedding import get_embedder
 from continuum.ingest import ingest_batch
 from continuum.outbox import embed_pending, reset_embeddings
 from continuum.recall import SearchFilters, search
+from continuum.sync.views import ensure_views
 from continuum.textquery import plan, query_lexemes, table_stats
 from tests.support.events import turn
 
@@ -153,6 +155,32 @@ def test_reembedding_keeps_half_precision_vectors_and_their_index(db: Any) -> No
             sorted(i.split(" USING ")[1] for i in indexes)
             == ["hnsw (embedding halfvec_cosine_ops)"] * 2
         )
+
+
+@pytest.mark.parametrize("dim", [384, 256])
+def test_reembedding_works_beside_the_views_of_synced_instances(
+    db: Any, settings_env: Any, dim: int
+) -> None:
+    """A synced instance has a view over every column of `messages`; a model change (a new
+    dimension) must retype the column without losing the view."""
+    with session_scope() as conn:
+        ensure_views(conn, ["pearl"])
+    session("v1", NOW - timedelta(days=1), [("user", "The boiler pressure gauge reads 0.4 bar.")])
+    settings_env(embedding_provider="none", embedding_dim=dim)
+    get_embedder.cache_clear()
+    reset_embeddings()
+    with session_scope() as conn:
+        column = conn.scalar(
+            text(
+                "SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
+                "WHERE attname = 'embedding' AND attrelid = 'messages_pearl'::regclass"
+            )
+        )
+        assert column == f"halfvec({dim})"
+        assert conn.scalar(text("SELECT count(*) FROM messages_pearl")) == 1
+    settings_env(embedding_provider=None, embedding_dim=None)
+    get_embedder.cache_clear()
+    reset_embeddings()  # back to the model's own dimension for the tests after
 
 
 def test_text_channel_is_bounded_by_analyzed_statistics(
