@@ -10,7 +10,7 @@ from typing import Any
 
 from celery.schedules import crontab
 
-from continuum.queues import (
+from continuum.contract.queues import (
     EMBED_PENDING,
     REDELIVER_EVENTS,
     RUN_MAINTENANCE,
@@ -34,7 +34,7 @@ BEAT_SCHEDULE: dict[str, dict[str, Any]] = {
     "transcript-sync": _entry(SYNC_TRANSCRIPTS, crontab(minute="*/5"), expires=240),
     # Safety net for the embedding outbox: stragglers left by crashes or a full queue.
     "embed-sweep": _entry(EMBED_PENDING, crontab(minute="*"), expires=55),
-    # Event batches lost between broker and worker are published again (continuum.ledger).
+    # Event batches lost between broker and worker are published again (continuum.contract.ledger).
     "redeliver-events": _entry(REDELIVER_EVENTS, crontab(minute="*"), expires=55),
     # R30: weekly consolidation and pruning (idempotent per ISO week, locked).
     "weekly-maintenance": _entry(

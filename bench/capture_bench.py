@@ -30,7 +30,7 @@ def _events(count: int, namespace: str = "bench") -> list[dict[str, object]]:
 
 
 def enqueue(urls: dict[str, str], samples: int = 1000) -> Section:
-    from continuum.client import MemoryClient
+    from continuum.contract.client import MemoryClient
 
     section = Section("Enqueue latency (producer → Redis broker)")
     client = MemoryClient(urls["broker_url"])
@@ -49,7 +49,7 @@ def enqueue(urls: dict[str, str], samples: int = 1000) -> Section:
 def extraction(count: int = 3000) -> Section:
     from continuum.capture import detect_key_moments
     from continuum.capture.models import CaptureTurn
-    from continuum.ingest import ingest_batch
+    from continuum.pipeline.ingest import ingest_batch
 
     section = Section("Capture throughput")
     capture_turns = [
@@ -73,9 +73,9 @@ def extraction(count: int = 3000) -> Section:
 def embedding(count: int = 1024) -> Section:
     from sqlalchemy import text
 
-    from continuum.db.engine import session_scope
-    from continuum.embedding import get_embedder
-    from continuum.outbox import embed_pending
+    from continuum.inference.embedding import get_embedder
+    from continuum.pipeline.outbox import embed_pending
+    from continuum.store.engine import session_scope
 
     section = Section("Embedding throughput (all-MiniLM-L6-v2, CPU)")
     embedder = get_embedder()

@@ -28,7 +28,7 @@ def bench_servers() -> dict[str, str]:
     import psycopg
 
     from continuum.config import get_settings
-    from continuum.embedded import EmbeddedServers
+    from continuum.dev.embedded import EmbeddedServers
 
     urls = EmbeddedServers(BENCH_HOME).up()
     with psycopg.connect(urls["database_url"].replace("+psycopg", ""), autocommit=True) as conn:
@@ -42,7 +42,7 @@ def bench_servers() -> dict[str, str]:
         CONTINUUM_BROKER_URL=urls["broker_url"],
     )
     get_settings.cache_clear()
-    from continuum.db import migrate
+    from continuum.store import migrate
 
     migrate.upgrade(database_url)
     return {**urls, "database_url": database_url}

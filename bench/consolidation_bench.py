@@ -36,7 +36,7 @@ BASELINE_SQL = "SELECT kind, key, count(*) FROM memories WHERE namespace = %s GR
 
 def _database(urls: dict[str, str]) -> str:
     """A fresh database for the generated rows, migrated, without the HNSW index."""
-    from continuum.db import migrate
+    from continuum.store import migrate
 
     admin = urls["database_url"].replace("+psycopg", "")
     with psycopg.connect(admin, autocommit=True) as conn:

@@ -19,12 +19,12 @@ from sqlalchemy import func, select
 
 from bench.capture_bench import _events
 from bench.common import Options, Section
-from continuum.client import MemoryClient
-from continuum.db.engine import session_scope
-from continuum.db.models import ProcessedEvent
-from continuum.queues import EVENTS
-from continuum.redis_client import get_redis
-from continuum.runner import spawn, stop
+from continuum.cli.processes import spawn, stop
+from continuum.contract.client import MemoryClient
+from continuum.contract.queues import EVENTS
+from continuum.store.engine import session_scope
+from continuum.store.models import ProcessedEvent
+from continuum.store.redis_client import get_redis
 
 BATCH = 25
 

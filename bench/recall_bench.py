@@ -26,9 +26,9 @@ _BASELINE_SQL = {
 
 
 def _baseline(name: str, namespace: str, k: int) -> Ranker:
-    from continuum.db.engine import session_scope
-    from continuum.embedding import get_embedder, vector_literal
-    from continuum.textquery import or_query, query_lexemes
+    from continuum.inference.embedding import get_embedder, vector_literal
+    from continuum.recall.textquery import or_query, query_lexemes
+    from continuum.store.engine import session_scope
 
     embedder = get_embedder()
     assert embedder is not None
@@ -47,7 +47,7 @@ def _baseline(name: str, namespace: str, k: int) -> Ranker:
 
 
 def _ours(namespace: str, k: int) -> Ranker:
-    from continuum.recall import search
+    from continuum.recall.search import search
 
     def rank(question: Question) -> list[str]:
         hits = search(namespace, question.text, limit=2 * k, now=question.now)
@@ -63,8 +63,8 @@ def _recall_at(rank: Ranker, questions: list[Question], k: int) -> float:
 
 
 def _load(conv: LongConversation) -> None:
-    from continuum.ingest import ingest_batch
-    from continuum.outbox import embed_pending
+    from continuum.pipeline.ingest import ingest_batch
+    from continuum.pipeline.outbox import embed_pending
 
     for start in range(0, len(conv.events), 200):
         ingest_batch(conv.events[start : start + 200])
@@ -122,7 +122,7 @@ _VOCAB = (
 
 
 def _fill(first: int, last: int, now: datetime, dim: int) -> None:
-    from continuum.db.engine import get_engine, session_scope
+    from continuum.store.engine import get_engine, session_scope
 
     with session_scope() as db:
         db.execute(text("SELECT setseed(:seed)"), {"seed": first / (last + 1)})  # new rows
@@ -156,8 +156,8 @@ def _fill(first: int, last: int, now: datetime, dim: int) -> None:
 
 def latency(sizes: tuple[int, ...], samples: int) -> Section:
     from continuum.config import get_settings
-    from continuum.context import context
-    from continuum.recall import search
+    from continuum.recall.context import context
+    from continuum.recall.search import search
 
     section = Section("Recall latency (one process, query embedding included)")
     now = datetime(2026, 11, 24, 9, 30, tzinfo=UTC)

@@ -27,9 +27,7 @@ from sqlalchemy.orm import Session as DbSession
 
 from continuum.capture.models import DIGEST_KINDS, MAX_CONTENT_CHARS, MemoryCandidate, MemoryKind
 from continuum.capture.text import clip
-from continuum.db.engine import session_scope
-from continuum.db.models import MaintenanceRun, MemoryLog
-from continuum.lifecycle import (
+from continuum.memory.claims import (
     CLAIM_COLUMNS,
     ClaimState,
     decide,
@@ -37,9 +35,11 @@ from continuum.lifecycle import (
     reinforce,
     supersede,
 )
-from continuum.memories import WriteContext, store_memories
-from continuum.narrative import workspace
-from continuum.redis_client import get_redis
+from continuum.memory.writer import WriteContext, store_memories
+from continuum.pipeline.narrative import workspace
+from continuum.store.engine import session_scope
+from continuum.store.models import MaintenanceRun, MemoryLog
+from continuum.store.redis_client import get_redis
 
 Action = dict[str, Any]
 LOCK_KEY = "continuum:maintenance:lock:{namespace}"

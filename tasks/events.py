@@ -5,13 +5,13 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from continuum import ledger
-from continuum.client import MemoryClient
 from continuum.config import get_settings
-from continuum.dispatch import producer, send
-from continuum.ingest import ingest_batch
-from continuum.queues import FINISH_SESSION, INGEST_EVENTS, REDELIVER_EVENTS
-from continuum.redis_client import get_broker_redis
+from continuum.contract import ledger
+from continuum.contract.client import MemoryClient
+from continuum.contract.dispatch import producer, send
+from continuum.contract.queues import FINISH_SESSION, INGEST_EVENTS, REDELIVER_EVENTS
+from continuum.pipeline.ingest import ingest_batch
+from continuum.store.redis_client import get_broker_redis
 from tasks.embed import schedule_embedding
 from workers.app import app
 from workers.base import ReliableTask
@@ -30,7 +30,7 @@ def ingest_events(self: ReliableTask, payloads: list[Any]) -> dict[str, Any]:
 
 @app.task(name=REDELIVER_EVENTS, base=ReliableTask, bind=True)
 def redeliver_events(self: ReliableTask) -> dict[str, Any]:
-    """Re-publish event batches that never reached a worker (see continuum.ledger)."""
+    """Re-publish event batches that never reached a worker (see continuum.contract.ledger)."""
     client = MemoryClient(app=producer())
     result = ledger.sweep(get_broker_redis(), client.emit_many, get_settings().inflight_grace_s)
     return asdict(result)

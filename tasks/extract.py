@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from continuum.extraction import extract_chunk
-from continuum.llm import LLMUnavailable, get_llm
-from continuum.queues import EXTRACT_CHUNK
+from continuum.contract.queues import EXTRACT_CHUNK
+from continuum.inference.llm import LLMUnavailable, get_llm
+from continuum.pipeline.extraction import extract_chunk
 from tasks.embed import schedule_embedding
 from workers.app import app
 from workers.base import ReliableTask, TransientError

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from continuum.contract.queues import RUN_MAINTENANCE
 from continuum.maintenance import run_maintenance
-from continuum.queues import RUN_MAINTENANCE
 from workers.app import app
 from workers.base import ReliableTask
 

@@ -7,11 +7,11 @@ from dataclasses import asdict
 from datetime import datetime
 from typing import Any
 
-from continuum import narrative
-from continuum.dispatch import send
-from continuum.events import SessionEndEvent, parse_event
-from continuum.queues import FINISH_SESSION, NARRATIVE_APPEND, SWEEP_IDLE
-from continuum.sessions import finish_session, sweep_idle
+from continuum.contract.dispatch import send
+from continuum.contract.events import SessionEndEvent, parse_event
+from continuum.contract.queues import FINISH_SESSION, NARRATIVE_APPEND, SWEEP_IDLE
+from continuum.pipeline import narrative
+from continuum.pipeline.sessions import finish_session, sweep_idle
 from tasks.embed import schedule_embedding
 from workers.app import app
 from workers.base import ReliableTask

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from continuum.config import get_settings
-from continuum.queues import SYNC_TRANSCRIPTS
+from continuum.contract.queues import SYNC_TRANSCRIPTS
 from continuum.sync import sync
 from tasks.embed import schedule_embedding
 from workers.app import app

@@ -41,7 +41,7 @@ def _recreate_database(admin_url: str) -> None:
 def servers() -> Iterator[dict[str, str]]:
     """Embedded servers for the whole run; the test database is created afresh."""
     from continuum.config import get_settings
-    from continuum.embedded import EmbeddedServers
+    from continuum.dev.embedded import EmbeddedServers
 
     embedded = EmbeddedServers(TEST_HOME)
     urls = embedded.up()
@@ -52,7 +52,7 @@ def servers() -> Iterator[dict[str, str]]:
     os.environ["CONTINUUM_BROKER_URL"] = urls["broker_url"]
     get_settings.cache_clear()
 
-    from continuum.db import migrate
+    from continuum.store import migrate
 
     migrate.upgrade(database_url)
     yield {**urls, "database_url": database_url}
@@ -64,8 +64,8 @@ def db(servers: dict[str, str]) -> Iterator[Any]:
     from sqlalchemy import text
     from sqlalchemy.exc import OperationalError
 
-    from continuum.db.engine import get_engine
-    from continuum.redis_client import get_redis
+    from continuum.store.engine import get_engine
+    from continuum.store.redis_client import get_redis
 
     engine = get_engine()
     for attempt in range(5):  # a previous test's worker task may still hold row locks
@@ -95,8 +95,8 @@ def worker(celery_app: Any) -> Iterator[Any]:
     """A real Celery worker (solo pool, own thread) consuming every queue on the real broker."""
     from celery.contrib.testing.worker import start_worker
 
-    from continuum.embedding import get_embedder
-    from continuum.queues import ALL_QUEUES
+    from continuum.contract.queues import ALL_QUEUES
+    from continuum.inference.embedding import get_embedder
 
     get_embedder()  # load the model once, up front, not inside the first test's deadline
 
@@ -114,7 +114,7 @@ def worker(celery_app: Any) -> Iterator[Any]:
 
 @pytest.fixture
 def client(servers: dict[str, str]) -> Iterator[Any]:
-    from continuum.client import MemoryClient
+    from continuum.contract.client import MemoryClient
 
     memory_client = MemoryClient(servers["broker_url"])
     yield memory_client

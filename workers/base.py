@@ -13,9 +13,9 @@ from celery import Task
 from celery.exceptions import Retry, SoftTimeLimitExceeded
 from sqlalchemy.exc import DBAPIError, OperationalError
 
-from continuum import deadletter
 from continuum.config import get_settings
-from continuum.redis_client import get_redis
+from continuum.store import deadletter
+from continuum.store.redis_client import get_redis
 
 log = logging.getLogger(__name__)
 DELIVERIES_KEY = "continuum:deliveries:{}"

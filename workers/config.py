@@ -7,7 +7,7 @@ from typing import Any
 from kombu import Queue
 
 from continuum.config import Settings
-from continuum.queues import ALL_QUEUES, TASK_QUEUES
+from continuum.contract.queues import ALL_QUEUES, TASK_QUEUES
 
 
 def celery_config(settings: Settings) -> dict[str, Any]:

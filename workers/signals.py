@@ -6,7 +6,7 @@ from typing import Any
 
 from celery.signals import worker_process_init
 
-from continuum.db.engine import dispose_engines
+from continuum.store.engine import dispose_engines
 
 
 @worker_process_init.connect

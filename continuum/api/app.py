@@ -28,7 +28,7 @@ from continuum.api.routes import (
     tools,
     ui,
 )
-from continuum.client import MemoryClient
+from continuum.contract.client import MemoryClient
 
 ROUTERS = (
     account.router,

@@ -1,6 +1,6 @@
 """Error responses in one shape, FastAPI's own: `{"detail": [{"loc": [...], "msg": ..., "type": ...}]}`.
 
-Validation errors of events (continuum.events.EventError) are turned into this shape, so a
+Validation errors of events (continuum.contract.events.EventError) are turned into this shape, so a
 client finds the bad field by its location whatever produced the error.
 """
 
@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from fastapi import HTTPException, status
 
-from continuum.events import EventError
+from continuum.contract.events import EventError
 
 
 def detail(loc: Sequence[str | int], message: str, kind: str = "value_error") -> dict[str, object]:

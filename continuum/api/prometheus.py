@@ -3,7 +3,7 @@
 Flower shows workers and tasks but not how much is waiting, so this adds, read at scrape
 time: the depth of every Celery queue (Redis LLEN over kombu's priority lists in the broker),
 messages delivered but not yet acknowledged, the dead-letter store by task, and every
-pipeline counter of `continuum.metrics` as a Prometheus counter. A source that cannot be
+pipeline counter of `continuum.store.metrics` as a Prometheus counter. A source that cannot be
 read is reported by `continuum_source_up{source=...} 0` instead of failing the scrape.
 
 No token: it carries aggregate numbers only (no tenant names or content). Keep it off the
@@ -23,11 +23,11 @@ from prometheus_client.registry import Collector
 from sqlalchemy import func, select
 from sqlalchemy.exc import SQLAlchemyError
 
-from continuum import metrics
 from continuum.config import ConfigError, get_settings
-from continuum.db.engine import session_scope
-from continuum.db.models import DeadLetter
-from continuum.queues import ALL_QUEUES
+from continuum.contract.queues import ALL_QUEUES
+from continuum.store import metrics
+from continuum.store.engine import session_scope
+from continuum.store.models import DeadLetter
 
 router = APIRouter(tags=["monitoring"])
 BROKER_TIMEOUT_S = 2.0

@@ -14,8 +14,8 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import func, select, update
 
 from continuum.config import get_settings
-from continuum.db.engine import session_scope
-from continuum.db.models import ApiToken
+from continuum.store.engine import session_scope
+from continuum.store.models import ApiToken
 
 TOKEN_PREFIX = "ctm_"
 LAST_USED_RESOLUTION = timedelta(minutes=1)  # at most one last_used_at write a minute

@@ -14,9 +14,9 @@ from sqlalchemy import func, or_
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session as DbSession
 
-from continuum import browse
-from continuum.browse import Window
-from continuum.db.models import CronReport as CronReportRow
+from continuum.recall import browse
+from continuum.recall.browse import Window
+from continuum.store.models import CronReport as CronReportRow
 from continuum.sync.clean import clean_text
 from continuum.transcripts import CronReport
 

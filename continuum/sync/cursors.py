@@ -20,7 +20,7 @@ from sqlalchemy import func, select, text
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session as DbSession
 
-from continuum.db.models import TranscriptCursor
+from continuum.store.models import TranscriptCursor
 from continuum.sync.clean import clean_json
 from continuum.transcripts import SessionContext
 

@@ -24,9 +24,9 @@ from redis.lock import Lock
 from sqlalchemy.exc import DBAPIError, StatementError
 
 from continuum.config import get_settings
-from continuum.db.engine import session_scope
-from continuum.redis_client import get_redis
-from continuum.sync import capture, cursors
+from continuum.store.engine import session_scope
+from continuum.store.redis_client import get_redis
+from continuum.sync import cursors, feed
 from continuum.sync.sources import (
     DEFAULT_BATCH_LINES,
     Options,
@@ -170,7 +170,7 @@ class _Engine:
         if not (self.feed and outcome.inserted):
             return
         try:
-            summary.chunks_dispatched += capture.feed_capture(namespace, outcome.inserted)
+            summary.chunks_dispatched += feed.feed_capture(namespace, outcome.inserted)
         except Exception as exc:  # rows are committed; a broker fault must not stop the sync
             log.warning("capture feed for %s failed: %s", path, exc)
             summary.record_error("capture_dispatch", path, str(exc))

@@ -17,7 +17,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session as DbSession
 
-from continuum.db.engine import session_scope
+from continuum.store.engine import session_scope
 from continuum.sync import cursors
 from continuum.sync.cron import upsert_report
 from continuum.sync.cursors import Cursor, CursorOwner, FileStat

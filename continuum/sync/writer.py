@@ -20,7 +20,7 @@ from sqlalchemy import case, func, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session as DbSession
 
-from continuum.db.models import Session
+from continuum.store.models import Session
 from continuum.sync.clean import clean_json, clean_text, json_text
 from continuum.transcripts import Compaction, TranscriptMessage
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from continuum.db.engine import session_scope
-from continuum.db.models import CronReport, Memory, Message, Session
+from continuum.store.engine import session_scope
+from continuum.store.models import CronReport, Memory, Message, Session
 
 T0 = datetime(2026, 11, 20, 8, 0, tzinfo=UTC)
 CHATTER = [

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from continuum.queues import ALL_QUEUES
-from continuum.runner import spawn, stop
+from continuum.cli.processes import spawn, stop
+from continuum.contract.queues import ALL_QUEUES
 
 FAULT_QUEUE = "faults"
 

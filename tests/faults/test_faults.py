@@ -14,10 +14,10 @@ import psutil
 import pytest
 from sqlalchemy import text
 
-from continuum.client import MemoryClient
-from continuum.db.engine import session_scope
-from continuum.embedded import EmbeddedServers
-from continuum.redis_client import get_redis
+from continuum.contract.client import MemoryClient
+from continuum.dev.embedded import EmbeddedServers
+from continuum.store.engine import session_scope
+from continuum.store.redis_client import get_redis
 from tests.conftest import TEST_HOME
 from tests.faults.conftest import FAULT_QUEUE, kill
 from tests.support.events import turn

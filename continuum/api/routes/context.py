@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 
 from continuum.api.auth import ScopeDep
-from continuum.context import context
+from continuum.recall.context import context
 
 router = APIRouter(prefix="/v1", tags=["recall"])
 

@@ -6,11 +6,11 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from continuum import browse
 from continuum.api.auth import ScopeDep
 from continuum.api.pagination import Page
 from continuum.api.params import ListingDep
 from continuum.api.schemas import CronReportOut
+from continuum.recall import browse
 
 router = APIRouter(prefix="/v1/cron-reports", tags=["cron reports"])
 

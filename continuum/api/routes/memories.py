@@ -7,11 +7,11 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query
 
-from continuum import browse
 from continuum.api.auth import ScopeDep
 from continuum.api.pagination import Page
 from continuum.api.params import ListingDep
 from continuum.api.schemas import MemoryOut
+from continuum.recall import browse
 
 router = APIRouter(prefix="/v1/memories", tags=["memories"])
 Status = Literal["active", "superseded", "merged", "quarantined", "forgotten", "archived", "any"]

@@ -6,12 +6,12 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query
 
-from continuum import browse
 from continuum.api.auth import ScopeDep
 from continuum.api.pagination import Page
 from continuum.api.params import ListingDep
-from continuum.queries import MessageHit
-from continuum.recall import CANDIDATES, SearchFilters, SearchHit, search
+from continuum.recall import browse
+from continuum.recall.queries import MessageHit
+from continuum.recall.search import CANDIDATES, SearchFilters, SearchHit, search
 
 router = APIRouter(prefix="/v1", tags=["conversations"])
 Text = Annotated[str | None, Query(max_length=500)]

@@ -7,10 +7,10 @@ from typing import Annotated
 from fastapi import APIRouter, HTTPException, Query, status
 from pydantic import BaseModel, Field
 
-from continuum import preferences
 from continuum.api.auth import NOT_FOUND, ScopeDep
 from continuum.api.pagination import Page, PageDep
-from continuum.preferences import Preference
+from continuum.memory import preferences
+from continuum.memory.preferences import Preference
 
 router = APIRouter(prefix="/v1/preferences", tags=["preferences"])
 UserId = Annotated[str | None, Query(max_length=200)]

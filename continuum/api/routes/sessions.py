@@ -8,11 +8,12 @@ from typing import Annotated
 from fastapi import APIRouter, HTTPException, Query, status
 from pydantic import BaseModel, Field
 
-from continuum import browse, ephemeral
 from continuum.api.auth import NOT_FOUND, ScopeDep
 from continuum.api.pagination import Page
 from continuum.api.params import ListingDep
 from continuum.api.schemas import SessionOut
+from continuum.recall import browse
+from continuum.store import ephemeral
 
 router = APIRouter(prefix="/v1", tags=["sessions"])
 Name = Annotated[str, Field(min_length=1, max_length=200)]

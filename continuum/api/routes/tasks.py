@@ -8,11 +8,11 @@ from typing import Annotated
 from fastapi import APIRouter, HTTPException, Query, status
 from pydantic import BaseModel, Field
 
-from continuum import user_tasks
 from continuum.api.auth import NOT_FOUND, ScopeDep
 from continuum.api.errors import field_error
 from continuum.api.pagination import Page, PageDep
-from continuum.user_tasks import TaskStatus, TaskView
+from continuum.memory import user_tasks
+from continuum.memory.user_tasks import TaskStatus, TaskView
 
 router = APIRouter(prefix="/v1/tasks", tags=["tasks"])
 

@@ -1,0 +1,119 @@
+"""`continuum api` (serve the HTTP API and Mission Control) and `continuum tokens ...`.
+
+Mounted by `continuum.cli.main`:
+    app.command("api")(api_cli.serve)
+    app.add_typer(api_cli.tokens_app, name="tokens")
+Heavy imports (FastAPI, uvicorn, the database) happen inside the commands.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import typer
+from rich.console import Console
+
+from continuum.api.limits import DEFAULT_MAX_BODY_BYTES
+
+tokens_app = typer.Typer(help="Bearer tokens of the HTTP API, each bound to namespaces.")
+console = Console()
+
+
+def serve(
+    host: str = typer.Option("127.0.0.1", "--host", help="Interface to listen on."),
+    port: int = typer.Option(8000, "--port"),
+    max_body_bytes: int = typer.Option(
+        DEFAULT_MAX_BODY_BYTES,
+        "--max-body-bytes",
+        envvar="CONTINUUM_API_MAX_BODY_BYTES",
+        help="Larger request bodies are refused with 413.",
+    ),
+    workers: int = typer.Option(1, "--workers", help="uvicorn worker processes."),
+) -> None:
+    """Serve the HTTP API (/v1, /docs, /metrics) and Mission Control (/)."""
+    import uvicorn
+
+    # Every uvicorn worker imports continuum.api.asgi, which reads the limit from here.
+    os.environ["CONTINUUM_API_MAX_BODY_BYTES"] = str(max_body_bytes)
+    uvicorn.run("continuum.api.asgi:app", host=host, port=port, workers=workers)
+
+
+@tokens_app.command("create")
+def tokens_create(
+    namespace: list[str] = typer.Option(
+        ..., "--namespace", "-n", help="Namespace (instance) the token covers; repeatable."
+    ),
+    name: str = typer.Option("", "--name", help="A label (default: the namespaces)."),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Create a token and print it once (only its hash is stored)."""
+    from continuum.api.tokens import create_token
+
+    try:
+        token, info = create_token(namespace, name)
+    except ValueError as exc:
+        console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from None
+    if as_json:
+        sys.stdout.write(
+            json.dumps(
+                {"id": info.id, "name": info.name, "namespaces": info.namespaces, "token": token}
+            )
+            + "\n"
+        )
+        return
+    console.print(f"[green]✓[/] token {info.id} ({info.name}) for {', '.join(info.namespaces)}")
+    console.print(token, highlight=False, soft_wrap=True)
+    console.print(
+        "[yellow]Shown once: store it now. Send it as `Authorization: Bearer <token>`.[/]"
+    )
+
+
+@tokens_app.command("list")
+def tokens_list(as_json: bool = typer.Option(False, "--json")) -> None:
+    """List tokens (never the tokens themselves)."""
+    from rich.table import Table
+
+    from continuum.api.tokens import list_tokens
+
+    tokens = list_tokens()
+    if as_json:
+        rows = [
+            {
+                "id": t.id,
+                "name": t.name,
+                "namespaces": t.namespaces,
+                "created_at": t.created_at.isoformat(),
+                "last_used_at": t.last_used_at and t.last_used_at.isoformat(),
+                "revoked_at": t.revoked_at and t.revoked_at.isoformat(),
+            }
+            for t in tokens
+        ]
+        sys.stdout.write(json.dumps(rows) + "\n")
+        return
+    table = Table("id", "name", "namespaces", "created", "last used", "revoked")
+    for t in tokens:
+        table.add_row(
+            str(t.id),
+            t.name,
+            ", ".join(t.namespaces),
+            f"{t.created_at:%Y-%m-%d %H:%M}",
+            f"{t.last_used_at:%Y-%m-%d %H:%M}" if t.last_used_at else "",
+            f"{t.revoked_at:%Y-%m-%d %H:%M}" if t.revoked_at else "",
+        )
+    console.print(table)
+
+
+@tokens_app.command("revoke")
+def tokens_revoke(
+    token_id: int = typer.Argument(..., help="The id shown by `tokens list`."),
+) -> None:
+    """Revoke a token: it stops working at once."""
+    from continuum.api.tokens import revoke_token
+
+    if not revoke_token(token_id):
+        console.print(f"[red]error:[/] no live token with id {token_id}")
+        raise typer.Exit(1)
+    console.print(f"[green]✓[/] token {token_id} revoked")

@@ -1,0 +1,90 @@
+"""Command lines for the Celery processes (worker, beat, flower) and background workers.
+
+`continuum worker|beat|flower` exec these; the demo and the fault tests spawn them.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from continuum.config import ConfigError, get_settings
+from continuum.contract.queues import ALL_QUEUES
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+def worker_argv(
+    queues: list[str] | None = None,
+    concurrency: int | None = None,
+    pool: str = "prefork",
+    loglevel: str = "INFO",
+    hostname: str | None = None,
+    events: bool = False,
+) -> list[str]:
+    unknown = set(queues or []) - set(ALL_QUEUES)
+    if unknown:
+        raise ConfigError(
+            f"unknown queue(s) {', '.join(sorted(unknown))}; choose from {', '.join(ALL_QUEUES)}"
+        )
+    argv = [sys.executable, "-m", "celery", "-A", "workers", "worker"]
+    argv += ["-Q", ",".join(queues or ALL_QUEUES), "-P", pool, "--loglevel", loglevel]
+    if concurrency:
+        argv += ["-c", str(concurrency)]
+    if hostname:
+        argv += ["-n", hostname]
+    if events:
+        argv.append("-E")
+    return argv
+
+
+def beat_argv(schedule_file: Path, loglevel: str = "INFO") -> list[str]:
+    return [sys.executable, "-m", "celery", "-A", "workers", "beat",
+            "--schedule", str(schedule_file), "--loglevel", loglevel]  # fmt: skip
+
+
+def flower_argv(port: int | None = None) -> list[str]:
+    settings = get_settings()
+    if not settings.flower_password:
+        raise ConfigError(
+            "Flower runs with basic auth: set CONTINUUM_FLOWER_PASSWORD "
+            "(and optionally CONTINUUM_FLOWER_USER, default 'admin')."
+        )
+    return [sys.executable, "-m", "celery", "-A", "workers", "flower",
+            f"--port={port or settings.flower_port}",
+            f"--basic-auth={settings.flower_user}:{settings.flower_password}"]  # fmt: skip
+
+
+def child_env() -> dict[str, str]:
+    """The environment for a child Celery process: importable project, offline model hub."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(PROJECT_ROOT), env.get("PYTHONPATH", "")) if p
+    )
+    env.setdefault("HF_HUB_OFFLINE", "1")
+    env.setdefault("TRANSFORMERS_OFFLINE", "1")
+    return env
+
+
+def spawn(argv: list[str], log_file: Path) -> subprocess.Popen[bytes]:
+    """Start a process in its own group, output appended to `log_file`."""
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    with log_file.open("ab") as out:
+        return subprocess.Popen(
+            argv, stdout=out, stderr=subprocess.STDOUT, env=child_env(), start_new_session=True
+        )
+
+
+def stop(proc: subprocess.Popen[bytes], timeout: float = 30.0) -> int:
+    """Warm shutdown (SIGTERM: finish running tasks), then SIGKILL after `timeout`."""
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    return int(proc.returncode)

@@ -1,0 +1,1 @@
+"""The producer contract: event models, queue and task names, the client SDK, the in-flight ledger."""

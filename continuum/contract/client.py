@@ -1,0 +1,107 @@
+"""Producer SDK: validate events and enqueue them by task name. No worker code needed.
+
+client = MemoryClient()
+client.turn(namespace="pearl", session_id="s1", channel="voice", role="user",
+            content="Let's go with Postgres.")
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+import redis
+from celery import Celery
+from kombu.exceptions import OperationalError
+
+from continuum.config import get_settings
+from continuum.contract import ledger
+from continuum.contract.events import Event, event_payload, parse_events
+from continuum.contract.queues import INGEST_EVENTS, queue_for
+from continuum.store.redis_client import get_redis
+
+# Retry publishing while the broker restarts: up to ~60 s, then fail loudly.
+PUBLISH_RETRY_POLICY = {
+    "max_retries": 40,
+    "interval_start": 0.1,
+    "interval_step": 0.5,
+    "interval_max": 2.0,
+}
+
+
+class EnqueueError(RuntimeError):
+    """The broker could not take the events; nothing was enqueued for this call."""
+
+
+def producer_app(broker_url: str | None = None) -> Celery:
+    """A minimal Celery app that can only publish (no task code imported)."""
+    settings = get_settings()
+    app = Celery("continuum-producer", broker=broker_url or settings.resolved_broker_url())
+    app.conf.update(
+        broker_connection_retry_on_startup=True,
+        task_serializer="json",
+        accept_content=["json"],
+        broker_transport_options={"visibility_timeout": settings.visibility_timeout_s},
+    )
+    return app
+
+
+class MemoryClient:
+    """Enqueue memory events. Each call validates first and raises EventError on bad input."""
+
+    def __init__(self, broker_url: str | None = None, *, app: Celery | None = None) -> None:
+        self.app = app or producer_app(broker_url)
+        self._ledger = get_redis(str(self.app.conf.broker_url))
+
+    def emit(self, event: Event | Mapping[str, Any]) -> str:
+        """Validate and enqueue one event at once; returns its event id."""
+        return self.emit_many([event])[0]
+
+    def emit_many(self, events: Iterable[Event | Mapping[str, Any]]) -> list[str]:
+        """Validate a batch and enqueue it as one task message; returns the event ids."""
+        parsed = parse_events(
+            item if isinstance(item, Mapping) else event_payload(item) for item in events
+        )
+        payloads = [event_payload(event) for event in parsed]
+        if not payloads:
+            return []
+        batch_id = str(uuid.uuid4())
+        try:
+            ledger.record(self._ledger, batch_id, payloads)
+            self.app.send_task(
+                INGEST_EVENTS,
+                args=[payloads],
+                task_id=batch_id,
+                queue=queue_for(INGEST_EVENTS),
+                retry=True,
+                retry_policy=PUBLISH_RETRY_POLICY,
+            )
+        except (OperationalError, redis.RedisError) as exc:
+            raise EnqueueError(
+                f"broker unreachable, {len(payloads)} event(s) not enqueued: {exc}. "
+                "Check CONTINUUM_BROKER_URL / `continuum dev status`, then resend."
+            ) from exc
+        return [payload["event_id"] for payload in payloads]
+
+    def _emit_kind(self, kind: str, fields: dict[str, Any]) -> str:
+        fields.setdefault("ts", datetime.now(UTC))
+        return self.emit({"kind": kind, **fields})
+
+    def turn(self, **fields: Any) -> str:
+        """Enqueue a `turn` (role, content, namespace, session_id, channel, ...)."""
+        return self._emit_kind("turn", fields)
+
+    def idle(self, **fields: Any) -> str:
+        return self._emit_kind("idle", fields)
+
+    def pre_compaction(self, **fields: Any) -> str:
+        return self._emit_kind("pre_compaction", fields)
+
+    def session_end(self, **fields: Any) -> str:
+        fields.setdefault("ended_at", datetime.now(UTC))
+        return self._emit_kind("session_end", fields)
+
+    def close(self) -> None:
+        self.app.close()

@@ -1,0 +1,32 @@
+"""Enqueue a pipeline task by name from library code (no worker code imported).
+
+Library functions that run inline (e.g. `continuum sync` from the CLI) and inside workers
+use this to hand work to the next stage.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+from celery import Celery
+
+from continuum.contract.client import PUBLISH_RETRY_POLICY, producer_app
+from continuum.contract.queues import queue_for
+
+
+@lru_cache(maxsize=1)
+def producer() -> Celery:
+    """The process-wide publishing app."""
+    return producer_app()
+
+
+def send(task_name: str, *args: Any) -> None:
+    """Publish one task message to its queue (retrying while the broker restarts)."""
+    producer().send_task(
+        task_name,
+        args=list(args),
+        queue=queue_for(task_name),
+        retry=True,
+        retry_policy=PUBLISH_RETRY_POLICY,
+    )

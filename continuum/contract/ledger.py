@@ -1,0 +1,93 @@
+"""The in-flight ledger: no event batch is lost between the broker and a worker.
+
+kombu's Redis transport takes a message off the queue with BRPOP and only then records it
+as unacknowledged; a Redis shutdown between the two steps loses the message (seen in our
+fault tests). So every batch a producer publishes is also written to this ledger (a hash
+plus a time index, in the broker's Redis) and settled by the worker that processed it. A
+sweep re-publishes batches that stayed unsettled past a grace period while the queue is
+drained — only the events not already processed, which are idempotent anyway.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import select
+
+from continuum.contract.queues import EVENTS
+from continuum.store.engine import session_scope
+from continuum.store.models import DeadLetter, ProcessedEvent
+from continuum.store.redis_client import SyncRedis
+
+ENTRIES = "continuum:inflight"
+INDEX = "continuum:inflight:index"
+
+
+def record(client: SyncRedis, batch_id: str, payloads: list[dict[str, Any]]) -> None:
+    pipe = client.pipeline(transaction=True)
+    pipe.hset(ENTRIES, batch_id, json.dumps(payloads))
+    pipe.zadd(INDEX, {batch_id: time.time()})
+    pipe.execute()
+
+
+def settle(client: SyncRedis, batch_id: str) -> None:
+    pipe = client.pipeline(transaction=True)
+    pipe.hdel(ENTRIES, batch_id)
+    pipe.zrem(INDEX, batch_id)
+    pipe.execute()
+
+
+def pending(client: SyncRedis) -> int:
+    return int(client.zcard(INDEX))
+
+
+@dataclass
+class SweepResult:
+    checked: int = 0
+    settled: int = 0
+    resent_events: int = 0
+    skipped_busy: bool = False
+
+
+def _unfinished(batch_id: str, payloads: list[Any]) -> list[Any]:
+    """The payloads of a batch that no worker has processed or dead-lettered."""
+    ids = {p.get("event_id") for p in payloads if isinstance(p, dict)}
+    with session_scope() as db:
+        if db.scalar(select(DeadLetter.id).where(DeadLetter.task_id == batch_id).limit(1)):
+            return []
+        valid = []
+        for event_id in ids:
+            try:
+                valid.append(uuid.UUID(str(event_id)))
+            except ValueError:
+                continue
+        done = {
+            str(e) for e in db.scalars(
+                select(ProcessedEvent.event_id).where(ProcessedEvent.event_id.in_(valid))
+            )
+        }  # fmt: skip
+    return [p for p in payloads if isinstance(p, dict) and str(p.get("event_id")) not in done]
+
+
+def sweep(client: SyncRedis, resend: Any, grace_s: float, queue: str = EVENTS) -> SweepResult:
+    """Re-publish batches unsettled for `grace_s` (only when the events queue is empty, so a
+    backlog is never mistaken for loss). `resend(payloads)` publishes a new batch."""
+    result = SweepResult()
+    if client.llen(queue):
+        result.skipped_busy = True
+        return result
+    for raw_id in client.zrangebyscore(INDEX, "-inf", time.time() - grace_s):
+        batch_id = raw_id.decode() if isinstance(raw_id, bytes) else str(raw_id)
+        raw = client.hget(ENTRIES, batch_id)
+        result.checked += 1
+        missing = _unfinished(batch_id, json.loads(raw)) if raw else []
+        if missing:
+            resend(missing)
+            result.resent_events += len(missing)
+        settle(client, batch_id)
+        result.settled += 1
+    return result

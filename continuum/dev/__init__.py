@@ -1,0 +1,1 @@
+"""Development and demo: embedded Postgres + Redis, `make demo`, sample conversations."""

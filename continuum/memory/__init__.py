@@ -1,0 +1,1 @@
+"""The memory model: writing memories, claims over time, preferences, the user's tasks, memory tools."""

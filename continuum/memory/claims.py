@@ -1,0 +1,316 @@
+"""Claims over time (R24, R29): supersession, reinforcement and quarantine.
+
+Two memories make competing claims when they share namespace, user, subject and predicate
+and both are in force. `decide` says what happens to such a pair; the primitives below
+apply a verdict to the rows (each guarded by a row lock and logged in `memory_log`), and
+`resolve_claims` runs it for freshly inserted memories inside the writer's transaction, so
+ingest stays exactly-once: only rows that were really inserted trigger anything.
+
+Rules, for two claims in force on the same subject+predicate:
+- same value → reinforcement: the existing memory gains corroboration, a little confidence
+  and `details.last_confirmed`; the repeat is kept only as a `merged` row linked to it;
+- different values → the later one (by event time) supersedes the earlier, unless it comes
+  from a less trusted source: then the later one is quarantined (kept, not applied) and
+  listed by `conflicts()` for review.
+A session-scoped claim only competes inside its session; a claim with a bounded validity
+window (temporal, `valid_until` set) never overrides an open-ended one — it is an exception
+during its window — and an expired claim overrides nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+from sqlalchemy import insert, text
+from sqlalchemy.orm import Session as DbSession
+
+from continuum.capture.text import normalize_for_key
+from continuum.store.models import MemoryLog
+
+Verdict = Literal[
+    "none", "reinforce", "supersede_old", "supersede_new", "quarantine_old", "quarantine_new"
+]
+CLAIM_COLUMNS = (
+    "id, namespace, user_id, session_id, claim_subject, claim_predicate, claim_value, "
+    "claim_scope, valid_from, valid_until, trust, created_at, status"
+)
+REINFORCE_CONFIDENCE_STEP = 0.05
+MAX_CONFIDENCE = 0.99
+
+
+@dataclass(frozen=True)
+class ClaimState:
+    """What `decide` needs to know about one memory's claim."""
+
+    id: int
+    value: str
+    scope: str
+    session_id: str | None
+    valid_until: datetime | None
+    trust: int
+    created_at: datetime
+
+    @classmethod
+    def of(cls, row: Any) -> ClaimState:
+        return cls(
+            id=row.id,
+            value=row.claim_value or "",
+            scope=row.claim_scope or "global",
+            session_id=row.session_id,
+            valid_until=row.valid_until,
+            trust=row.trust,
+            created_at=row.created_at,
+        )
+
+
+def _competes(new: ClaimState, old: ClaimState, now: datetime) -> bool:
+    if any(c.valid_until is not None and c.valid_until <= now for c in (new, old)):
+        return False  # an expired claim is history: it neither overrides nor is overridden
+    if "session" in (new.scope, old.scope):
+        return new.scope == old.scope and new.session_id == old.session_id
+    # A bounded window is an exception to an open-ended claim, never its replacement.
+    return not (new.valid_until is not None and old.valid_until is None)
+
+
+def decide(new: ClaimState, old: ClaimState, now: datetime) -> Verdict:
+    """What a new claim does to an existing one on the same subject+predicate."""
+    if not _competes(new, old, now):
+        return "none"
+    if normalize_for_key(new.value) == normalize_for_key(old.value):
+        return "reinforce"
+    new_is_later = (new.created_at, new.id) >= (old.created_at, old.id)
+    later, earlier = (new, old) if new_is_later else (old, new)
+    if later.trust >= earlier.trust:
+        return "supersede_old" if new_is_later else "supersede_new"
+    return "quarantine_new" if new_is_later else "quarantine_old"
+
+
+def claim_lock_key(
+    namespace: str, user_id: str | None, subject: str | None, predicate: str | None
+) -> str:
+    return "\x1f".join(
+        (namespace, user_id or "", (subject or "").lower(), (predicate or "").lower())
+    )
+
+
+def lock_claims(db: DbSession, keys: Iterable[str]) -> None:
+    """Serialize writers of the same claims (transaction-scoped advisory locks, in a fixed
+    order so two writers never deadlock); a writer that waited then sees the other's rows."""
+    ordered = sorted(set(keys))
+    if ordered:
+        db.execute(
+            text(
+                "SELECT pg_advisory_xact_lock(h) FROM (SELECT DISTINCT hashtextextended(k, 24) AS h "
+                "FROM unnest(CAST(:keys AS text[])) AS k ORDER BY h) AS locks"
+            ),
+            {"keys": ordered},
+        )
+
+
+def _log(
+    db: DbSession,
+    namespace: str,
+    action: str,
+    memory_id: int,
+    details: dict[str, Any],
+    trigger: str,
+) -> None:
+    """Append one entry to memory_log."""
+    db.execute(
+        insert(MemoryLog).values(
+            namespace=namespace,
+            action=action,
+            memory_id=memory_id,
+            trigger=trigger,
+            details=details,
+        )
+    )
+
+
+def _locked_active(db: DbSession, ids: Sequence[int]) -> dict[int, Any]:
+    rows = db.execute(
+        text(
+            "SELECT id, namespace, corroboration, confidence, source_message_ids, created_at "
+            "FROM memories WHERE id = ANY(:ids) AND status = 'active' ORDER BY id FOR UPDATE"
+        ),
+        {"ids": list(ids)},
+    )
+    return {row.id: row for row in rows}
+
+
+def reinforce(db: DbSession, keep_id: int, duplicate_ids: Sequence[int], trigger: str) -> bool:
+    """Fold active duplicates into `keep_id`: they become `merged` rows linked to it, it gains
+    their corroboration, some confidence, their source ids and `last_confirmed`."""
+    rows = _locked_active(db, [keep_id, *duplicate_ids])
+    keep = rows.get(keep_id)
+    dups = [rows[i] for i in duplicate_ids if i in rows and i != keep_id]
+    if keep is None or not dups:
+        return False
+    dup_ids = [d.id for d in dups]
+    sources = list(
+        dict.fromkeys([*keep.source_message_ids, *(s for d in dups for s in d.source_message_ids)])
+    )
+    confirmed = max(d.created_at for d in dups)
+    db.execute(
+        text(
+            "UPDATE memories SET status = 'merged', superseded_by = :keep, updated_at = now() "
+            "WHERE id = ANY(:ids)"
+        ),
+        {"keep": keep_id, "ids": dup_ids},
+    )
+    corroboration = keep.corroboration + sum(d.corroboration for d in dups)
+    db.execute(
+        text(
+            "UPDATE memories SET corroboration = :c, confidence = :conf, source_message_ids = :src, "
+            "details = details || jsonb_build_object('last_confirmed', CAST(:at AS text)), "
+            "updated_at = now() WHERE id = :keep"
+        ),
+        {
+            "c": corroboration,
+            "conf": min(MAX_CONFIDENCE, keep.confidence + REINFORCE_CONFIDENCE_STEP * len(dups)),
+            "src": sources,
+            "at": confirmed.isoformat(),
+            "keep": keep_id,
+        },
+    )
+    details = {"merged": dup_ids, "corroboration": corroboration}
+    _log(db, keep.namespace, "reinforce", keep_id, details, trigger)
+    return True
+
+
+def supersede(db: DbSession, old_id: int, new_id: int, trigger: str) -> bool:
+    """Mark the active `old_id` superseded by `new_id` (kept, linked, out of recall)."""
+    rows = _locked_active(db, [old_id])
+    if old_id not in rows:
+        return False
+    db.execute(
+        text(
+            "UPDATE memories SET status = 'superseded', superseded_by = :new, updated_at = now() "
+            "WHERE id = :old"
+        ),
+        {"old": old_id, "new": new_id},
+    )
+    _log(db, rows[old_id].namespace, "supersede", old_id, {"superseded_by": new_id}, trigger)
+    return True
+
+
+def quarantine(db: DbSession, memory_id: int, conflicts_with: int, trigger: str) -> bool:
+    """Hold the active `memory_id` back: it contradicts the more trusted `conflicts_with`."""
+    rows = _locked_active(db, [memory_id])
+    if memory_id not in rows:
+        return False
+    db.execute(
+        text(
+            "UPDATE memories SET status = 'quarantined', updated_at = now(), "
+            "details = details || jsonb_build_object('conflicts_with', CAST(:other AS bigint)) "
+            "WHERE id = :id"
+        ),
+        {"id": memory_id, "other": conflicts_with},
+    )
+    details = {"conflicts_with": conflicts_with}
+    _log(db, rows[memory_id].namespace, "quarantine", memory_id, details, trigger)
+    return True
+
+
+def apply_verdict(db: DbSession, verdict: Verdict, new_id: int, old_id: int, trigger: str) -> bool:
+    """Apply `decide(new, old)`; True when the new memory is no longer active afterwards."""
+    if verdict == "reinforce":
+        reinforce(db, old_id, [new_id], trigger)
+    elif verdict == "supersede_old":
+        supersede(db, old_id, new_id, trigger)
+    elif verdict == "supersede_new":
+        supersede(db, new_id, old_id, trigger)
+    elif verdict == "quarantine_new":
+        quarantine(db, new_id, old_id, trigger)
+    elif verdict == "quarantine_old":
+        quarantine(db, old_id, new_id, trigger)
+    return verdict in ("reinforce", "supersede_new", "quarantine_new")
+
+
+def _competitors(db: DbSession, row: Any) -> list[Any]:
+    return list(
+        db.execute(
+            text(
+                f"SELECT {CLAIM_COLUMNS} FROM memories WHERE namespace = :ns "
+                "AND user_id IS NOT DISTINCT FROM :uid AND lower(claim_subject) = lower(:s) "
+                "AND lower(claim_predicate) = lower(:p) AND claim_predicate IS NOT NULL "
+                "AND status = 'active' AND id <> :id ORDER BY created_at, id FOR UPDATE"
+            ),
+            {
+                "ns": row.namespace,
+                "uid": row.user_id,
+                "s": row.claim_subject,
+                "p": row.claim_predicate,
+                "id": row.id,
+            },
+        )
+    )
+
+
+def resolve_claims(db: DbSession, rows: Sequence[Any], now: datetime) -> dict[int, str]:
+    """Settle the claims of freshly inserted `rows` (event-time order) against the active
+    memories; returns the status of each new memory that did not stay active."""
+    statuses: dict[int, str] = {}
+    claimed = [r for r in rows if r.claim_subject and r.claim_predicate]
+    for row in sorted(claimed, key=lambda r: (r.created_at, r.id)):
+        new = ClaimState.of(row)
+        for other in _competitors(db, row):
+            verdict = decide(new, ClaimState.of(other), now)
+            if apply_verdict(db, verdict, row.id, other.id, "claim"):
+                statuses[row.id] = _NEW_STATUS[verdict]
+                break
+    return statuses
+
+
+_NEW_STATUS = {
+    "reinforce": "merged",
+    "supersede_new": "superseded",
+    "quarantine_new": "quarantined",
+}
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """A quarantined memory and the active one it contradicts."""
+
+    quarantined_id: int
+    quarantined: str
+    quarantined_provenance: str
+    active_id: int | None
+    active: str | None
+    active_provenance: str | None
+    subject: str | None
+    predicate: str | None
+    created_at: datetime
+
+
+def conflicts(db: DbSession, namespace: str, user_id: str | None = None) -> list[Conflict]:
+    """Open conflicts for review: quarantined memories beside what they contradict."""
+    result = db.execute(
+        text(
+            "SELECT q.id, q.content, q.provenance, q.claim_subject, q.claim_predicate, "
+            "q.created_at, a.id AS a_id, a.content AS a_content, a.provenance AS a_provenance "
+            "FROM memories q LEFT JOIN memories a "
+            "ON a.id = CAST(q.details->>'conflicts_with' AS bigint) "
+            "WHERE q.namespace = :ns AND q.status = 'quarantined' "
+            "AND (CAST(:uid AS text) IS NULL OR q.user_id = :uid) ORDER BY q.created_at, q.id"
+        ),
+        {"ns": namespace, "uid": user_id},
+    )
+    return [
+        Conflict(
+            quarantined_id=r.id,
+            quarantined=r.content,
+            quarantined_provenance=r.provenance,
+            active_id=r.a_id,
+            active=r.a_content,
+            active_provenance=r.a_provenance,
+            subject=r.claim_subject,
+            predicate=r.claim_predicate,
+            created_at=r.created_at,
+        )
+        for r in result
+    ]

@@ -1,0 +1,415 @@
+"""Memory tools an LLM can call (R40–R43, R49): store, update, forget, mark private, list.
+
+`MemoryTools(namespace, ...)` is the Python API; `call(name, arguments)` runs a tool call as
+an LLM emits it (arguments as a dict or JSON text) and always answers with a JSON-able dict:
+`{"success": false, "message": ...}` names every missing or wrong field instead of raising.
+`tool_definitions("openai" | "anthropic")` gives the matching function schemas, generated
+from the same argument models, so definitions and validation never drift apart.
+
+Writes go through the memory writer, so a stored claim supersedes, reinforces or is
+quarantined like any other (R24/R29). After a write in a live session the change is
+published on `continuum:{namespace}:memory-changed` so the runtime can refresh its context.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal, cast
+
+import redis
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from sqlalchemy import func, or_, select, update
+from sqlalchemy.orm import Session as DbSession
+
+from continuum.capture.models import MemoryKind, Provenance
+from continuum.capture.text import find_time_expression, snake
+from continuum.memory.writer import WriteContext, explicit_candidate, store_memories
+from continuum.store.engine import session_scope
+from continuum.store.ephemeral import notify_memory_changed
+from continuum.store.models import Memory, MemoryLog
+
+log = logging.getLogger(__name__)
+ToolMemoryType = Literal["fact", "preference", "follow_up", "context", "history", "wellbeing"]
+ToolFormat = Literal["openai", "anthropic"]
+FORGETTABLE = ("active", "quarantined", "superseded", "merged", "archived")
+
+
+class _Args(BaseModel):
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+
+def _key(value: str) -> str:
+    key = snake(value)
+    if not key or not key[0].isalpha():
+        raise ValueError("must contain letters and start with one, e.g. favorite_color")
+    return key
+
+
+Key = Annotated[str, Field(min_length=1, max_length=80), AfterValidator(_key)]
+
+
+class StoreMemoryArgs(_Args):
+    """Remember something about the user for future conversations."""
+
+    memory_type: ToolMemoryType = Field(description="What kind of memory this is.")
+    key: Key = Field(description="Short name, e.g. favorite_color.")
+    value: str = Field(min_length=1, max_length=280, description="What to remember.")
+    confidence: float = Field(default=0.8, ge=0, le=1, description="How sure you are, 0 to 1.")
+    suggest_reminder: bool = Field(
+        default=False, description="For a follow_up with a time: suggest a reminder."
+    )
+
+
+class UpdateMemoryArgs(_Args):
+    """Replace what is remembered under a key (creates it when unknown)."""
+
+    existing_key: Key = Field(description="Key to update (any case).")
+    new_value: str = Field(min_length=1, max_length=280, description="The new value.")
+    memory_type: ToolMemoryType | None = Field(default=None, description="Kind, if it changes.")
+    confidence: float | None = Field(default=None, ge=0, le=1, description="0 to 1.")
+
+
+class _Target(_Args):
+    key: str | None = Field(default=None, description="Key of the memory (every version).")
+    memory_id: int | None = Field(default=None, description="Id of one memory.")
+
+    @model_validator(mode="after")
+    def _one_target(self) -> _Target:
+        if (self.key is None) == (self.memory_id is None):
+            raise ValueError("give exactly one of key or memory_id")
+        return self
+
+
+class ForgetMemoryArgs(_Target):
+    """Forget a memory: hidden at once, purged for good by the next maintenance."""
+
+
+class MarkPrivateArgs(_Target):
+    """Mark a memory private: never shown in group or non-main contexts."""
+
+    private: bool = Field(default=True, description="False makes it visible again.")
+
+
+class ListMemoriesArgs(_Args):
+    """List what is remembered, newest first."""
+
+    memory_type: ToolMemoryType | None = Field(default=None, description="Only this kind.")
+    limit: int = Field(default=20, ge=1, le=100, description="At most this many.")
+
+
+def _problems(exc: ValidationError) -> str:
+    parts = []
+    for error in exc.errors():
+        field = ".".join(str(p) for p in error["loc"]) or "arguments"
+        if error["type"] == "missing":
+            parts.append(f"missing required field '{field}'")
+        elif error["type"] == "extra_forbidden":
+            parts.append(f"unknown field '{field}'")
+        else:
+            parts.append(f"'{field}': {error['msg']}")
+    return "; ".join(parts)
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    args: type[_Args]
+    handler: Callable[[MemoryTools, Any], dict[str, Any]]
+
+    def schema(self) -> dict[str, Any]:
+        schema = _clean(self.args.model_json_schema())
+        schema.pop("description", None)  # the tool's own description says it
+        return dict(schema)
+
+
+def _clean(schema: Any) -> Any:
+    """Pydantic's JSON schema without titles and `anyOf [T, null]` noise."""
+    if isinstance(schema, list):
+        return [_clean(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    options = schema.get("anyOf")
+    if options and {"type": "null"} in options and len(options) == 2:
+        rest = {k: v for k, v in schema.items() if k not in ("anyOf", "default")}
+        schema = {**next(o for o in options if o != {"type": "null"}), **rest}
+    return {k: _clean(v) for k, v in schema.items() if k != "title"}
+
+
+class MemoryTools:
+    """The memory tools for one tenant and caller. `provenance` is `system` for an assistant
+    acting on its own judgement, `user_explicit` when the user asked for the write;
+    `main_context` allows private memories to be listed (R42)."""
+
+    def __init__(
+        self,
+        namespace: str,
+        *,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        channel: str | None = None,
+        provenance: Provenance = "system",
+        main_context: bool = False,
+    ) -> None:
+        self.ctx = WriteContext(namespace, session_id, user_id, channel)
+        self.provenance: Provenance = provenance
+        self.main_context = main_context
+
+    # -- dispatch ------------------------------------------------------------------------
+    def call(
+        self, name: str, arguments: dict[str, Any] | str | None, call_id: str | None = None
+    ) -> dict[str, Any]:
+        """Run one tool call; `call_id` (the LLM's tool-call id) makes a retried call a no-op."""
+        tool = TOOLS.get(name)
+        if tool is None:
+            return {"success": False, "message": f"unknown tool {name!r}: use {', '.join(TOOLS)}"}
+        try:
+            raw = json.loads(arguments) if isinstance(arguments, str) else dict(arguments or {})
+            args = tool.args.model_validate(raw)
+        except json.JSONDecodeError as exc:
+            return {"success": False, "message": f"{name}: arguments are not JSON ({exc})"}
+        except ValidationError as exc:
+            return {"success": False, "message": f"{name}: {_problems(exc)}"}
+        self._call_id = call_id or uuid.uuid4().hex
+        return tool.handler(self, args)
+
+    def store_memory(self, **arguments: Any) -> dict[str, Any]:
+        return self.call("store_memory", arguments)
+
+    def update_memory(self, **arguments: Any) -> dict[str, Any]:
+        return self.call("update_memory", arguments)
+
+    def forget_memory(self, **arguments: Any) -> dict[str, Any]:
+        return self.call("forget_memory", arguments)
+
+    def mark_private(self, **arguments: Any) -> dict[str, Any]:
+        return self.call("mark_private", arguments)
+
+    def list_memories(self, **arguments: Any) -> dict[str, Any]:
+        return self.call("list_memories", arguments)
+
+    # -- helpers -------------------------------------------------------------------------
+    def _scoped(self, stmt: Any) -> Any:
+        stmt = stmt.where(Memory.namespace == self.ctx.namespace)
+        if self.ctx.user_id:
+            stmt = stmt.where(or_(Memory.user_id == self.ctx.user_id, Memory.user_id.is_(None)))
+        return stmt
+
+    def _write(
+        self,
+        db: DbSession,
+        kind: MemoryKind,
+        key: str,
+        value: str,
+        confidence: float,
+        columns: dict[str, Any] | None = None,
+    ) -> tuple[int, str]:
+        """Store one explicit memory; returns (id of the memory in force, status of the write)."""
+        candidate = explicit_candidate(
+            kind,
+            key,
+            value,
+            confidence=confidence,
+            provenance=self.provenance,
+            source_id=f"tool:{self._call_id}",
+            session_id=self.ctx.session_id,
+        )
+        stored = store_memories(db, [(self.ctx, candidate)], columns)
+        ikey = candidate.idempotency_key(self.ctx.namespace)
+        row = db.execute(
+            select(Memory.id, Memory.status, Memory.superseded_by).where(
+                Memory.namespace == self.ctx.namespace, Memory.idempotency_key == ikey
+            )
+        ).one()
+        status = stored[0].status if stored else "duplicate"
+        return (row.superseded_by if status == "merged" else row.id), status
+
+    def _notify(self, memory_ids: list[int], action: str) -> None:
+        if not self.ctx.session_id:
+            return
+        try:
+            notify_memory_changed(self.ctx.namespace, self.ctx.session_id, memory_ids, action)
+        except redis.RedisError as exc:  # the write is committed; the refresh is best effort
+            log.warning("memory change notification failed: %s", exc)
+
+    def _targets(self, db: DbSession, args: _Target) -> list[Memory]:
+        stmt = self._scoped(select(Memory)).where(Memory.status.in_(FORGETTABLE))
+        if args.key is not None:
+            stmt = stmt.where(func.lower(Memory.key) == snake(args.key))
+        else:
+            stmt = stmt.where(Memory.id == args.memory_id)
+        return list(db.scalars(stmt.order_by(Memory.id).with_for_update()))
+
+    # -- tools ---------------------------------------------------------------------------
+    def _store(self, args: StoreMemoryArgs) -> dict[str, Any]:
+        with session_scope() as db:
+            memory_id, status = self._write(
+                db, args.memory_type, args.key, args.value, args.confidence
+            )
+        response: dict[str, Any] = {"success": True, "memoryId": memory_id}
+        if status != "duplicate":
+            self._notify([memory_id], "stored" if status != "merged" else "reinforced")
+        message = _STATUS_MESSAGES.get(status)
+        if args.suggest_reminder:
+            when = find_time_expression(args.value) if args.memory_type == "follow_up" else None
+            response["suggestReminder"] = bool(when)
+            if when:
+                response["reminder"] = {"when": when, "text": args.value}
+            else:
+                message = "no reminder suggested: only a follow_up with a time can have one"
+        if message:
+            response["message"] = message
+        return response
+
+    def _update(self, args: UpdateMemoryArgs) -> dict[str, Any]:
+        with session_scope() as db:
+            old = db.scalars(
+                self._scoped(select(Memory))
+                .where(func.lower(Memory.key) == args.existing_key, Memory.status == "active")
+                .order_by(Memory.created_at.desc(), Memory.id.desc())
+                .limit(1)
+                .with_for_update()
+            ).first()
+            if old is None:
+                kind = args.memory_type or "fact"
+                memory_id, _ = self._write(
+                    db, kind, args.existing_key, args.new_value, args.confidence or 0.8
+                )
+                response: dict[str, Any] = {
+                    "success": True,
+                    "memoryId": memory_id,
+                    "action": "created",
+                }
+            else:
+                old.status = "superseded"
+                db.flush()
+                memory_id, _ = self._write(
+                    db,
+                    args.memory_type or cast(MemoryKind, old.kind),
+                    old.key or args.existing_key,
+                    args.new_value,
+                    old.confidence if args.confidence is None else args.confidence,
+                    {"version": old.version + 1, "private": old.private},
+                )
+                old.superseded_by = memory_id
+                db.add(
+                    MemoryLog(
+                        namespace=old.namespace,
+                        action="update",
+                        memory_id=old.id,
+                        trigger="tool",
+                        details={"new_memory_id": memory_id, "version": old.version + 1},
+                    )
+                )
+                response = {
+                    "success": True,
+                    "memoryId": memory_id,
+                    "action": "updated",
+                    "previousMemoryId": old.id,
+                    "version": old.version + 1,
+                }
+        self._notify([memory_id], str(response["action"]))
+        return response
+
+    def _set(self, args: _Target, values: dict[str, Any], action: str) -> dict[str, Any]:
+        with session_scope() as db:
+            ids = [m.id for m in self._targets(db, args)]
+            if ids:
+                db.execute(
+                    update(Memory)
+                    .where(Memory.id.in_(ids))
+                    .values(**values, updated_at=func.now())
+                    .execution_options(synchronize_session=False)
+                )
+                db.add_all(
+                    MemoryLog(
+                        namespace=self.ctx.namespace, action=action, memory_id=i, trigger="tool"
+                    )
+                    for i in ids
+                )
+        if not ids:
+            target = f"key {args.key!r}" if args.key is not None else f"id {args.memory_id}"
+            return {"success": False, "message": f"no memory with {target}"}
+        self._notify(ids, action)
+        return {"success": True, "memoryIds": ids}
+
+    def _forget(self, args: ForgetMemoryArgs) -> dict[str, Any]:
+        forgotten_at = {"forgotten_at": datetime.now(UTC).isoformat()}
+        values = {"status": "forgotten", "details": Memory.details.op("||")(forgotten_at)}
+        response = self._set(args, values, "forget")
+        if response["success"]:
+            response["message"] = "forgotten now; purged by the next maintenance run"
+        return response
+
+    def _private(self, args: MarkPrivateArgs) -> dict[str, Any]:
+        return self._set(args, {"private": args.private}, "private" if args.private else "public")
+
+    def _list(self, args: ListMemoriesArgs) -> dict[str, Any]:
+        stmt = self._scoped(select(Memory)).where(Memory.status == "active")
+        if args.memory_type:
+            stmt = stmt.where(Memory.kind == args.memory_type)
+        if not self.main_context:
+            stmt = stmt.where(Memory.private.is_(False))
+        stmt = stmt.order_by(Memory.created_at.desc(), Memory.id.desc()).limit(args.limit)
+        with session_scope() as db:
+            memories = [
+                {
+                    "memoryId": m.id,
+                    "type": m.kind,
+                    "key": m.key,
+                    "value": m.claim_value or m.content,
+                    "content": m.content,
+                    "confidence": m.confidence,
+                    "importance": m.importance,
+                    "private": m.private,
+                    "version": m.version,
+                    "createdAt": m.created_at.isoformat(),
+                }
+                for m in db.scalars(stmt)
+            ]
+        return {"success": True, "memories": memories}
+
+
+_STATUS_MESSAGES = {
+    "merged": "already known: the existing memory was reinforced",
+    "quarantined": "held for review: it contradicts a more trusted memory",
+    "superseded": "stored as history: a newer memory says otherwise",
+    "duplicate": "already stored by this tool call",
+}
+TOOLS: dict[str, Tool] = {
+    tool.name: tool
+    for tool in (
+        Tool("store_memory", StoreMemoryArgs, MemoryTools._store),
+        Tool("update_memory", UpdateMemoryArgs, MemoryTools._update),
+        Tool("forget_memory", ForgetMemoryArgs, MemoryTools._forget),
+        Tool("mark_private", MarkPrivateArgs, MemoryTools._private),
+        Tool("list_memories", ListMemoriesArgs, MemoryTools._list),
+    )
+}
+
+
+def tool_definitions(fmt: ToolFormat = "openai") -> list[dict[str, Any]]:
+    """Tool (function) definitions for an LLM API: OpenAI `tools` or Anthropic `tools`."""
+    definitions = []
+    for tool in TOOLS.values():
+        description = (tool.args.__doc__ or "").strip()
+        if fmt == "anthropic":
+            definitions.append(
+                {"name": tool.name, "description": description, "input_schema": tool.schema()}
+            )
+        else:
+            definitions.append(
+                {
+                    "type": "function",
+                    "function": {
+                        "name": tool.name,
+                        "description": description,
+                        "parameters": tool.schema(),
+                    },
+                }
+            )
+    return definitions

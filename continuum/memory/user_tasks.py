@@ -1,0 +1,170 @@
+"""The user's tasks (R8, R13): create, complete, change status, list the active ones.
+
+Tasks live in Postgres per tenant, so every channel (voice, Discord, CLI...) sees the same
+list. Reminders and commitments captured from conversation become tasks as they are stored
+(`tasks_from_memories`, called by the memory writer): one task per source memory, tagged
+`memory:<id>`, and none when an active task with the same title already exists.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Literal, get_args
+
+from sqlalchemy import Text, cast, or_, select, text
+from sqlalchemy.orm import Session as DbSession
+
+from continuum.store.engine import session_scope
+from continuum.store.models import UserTask
+
+TaskStatus = Literal["pending", "in_progress", "blocked", "done", "cancelled"]
+TASK_STATUSES: tuple[str, ...] = get_args(TaskStatus)
+ACTIVE_STATUSES = ("pending", "in_progress", "blocked")
+TASK_KINDS = ("follow_up", "commitment")
+MIN_PREFIX = 4
+
+
+class TaskNotFound(LookupError):
+    """No task (or more than one) matches the given id or id prefix."""
+
+
+@dataclass(frozen=True)
+class TaskView:
+    task_id: str
+    title: str
+    description: str | None
+    status: str
+    user_id: str | None
+    created_channel: str | None
+    created_at: datetime
+    due_at: datetime | None
+    completed_at: datetime | None
+    tags: list[str]
+
+    @classmethod
+    def of(cls, task: UserTask) -> TaskView:
+        return cls(
+            task_id=str(task.task_id),
+            title=task.title,
+            description=task.description,
+            status=task.status,
+            user_id=task.user_id,
+            created_channel=task.created_channel,
+            created_at=task.created_at,
+            due_at=task.due_at,
+            completed_at=task.completed_at,
+            tags=list(task.tags),
+        )
+
+
+def create_task(
+    namespace: str,
+    title: str,
+    *,
+    user_id: str | None = None,
+    description: str | None = None,
+    channel: str | None = None,
+    due_at: datetime | None = None,
+    tags: Sequence[str] = (),
+) -> TaskView:
+    if not title.strip():
+        raise ValueError("a task needs a title")
+    with session_scope() as db:
+        task = UserTask(
+            namespace=namespace,
+            task_id=uuid.uuid4(),
+            user_id=user_id,
+            title=title.strip(),
+            description=description,
+            status="pending",
+            created_channel=channel,
+            due_at=due_at,
+            tags=list(tags),
+        )
+        db.add(task)
+        db.flush()
+        db.refresh(task)
+        return TaskView.of(task)
+
+
+def _find(db: DbSession, namespace: str, task_id: str) -> UserTask:
+    prefix = task_id.strip().lower()
+    if len(prefix) < MIN_PREFIX:
+        raise TaskNotFound(f"task id {task_id!r} is too short: give at least {MIN_PREFIX} chars")
+    found = db.scalars(
+        select(UserTask)
+        .where(
+            UserTask.namespace == namespace,
+            cast(UserTask.task_id, Text).startswith(prefix),
+        )
+        .limit(2)
+        .with_for_update()
+    ).all()
+    if len(found) != 1:
+        what = "no task" if not found else "several tasks"
+        raise TaskNotFound(f"{what} in {namespace!r} with id {task_id!r}")
+    return found[0]
+
+
+def set_status(namespace: str, task_id: str, status: str) -> TaskView:
+    """Move a task (id or unique id prefix) to `status`; `done` stamps completed_at."""
+    if status not in TASK_STATUSES:
+        raise ValueError(f"unknown status {status!r}: use one of {', '.join(TASK_STATUSES)}")
+    with session_scope() as db:
+        task = _find(db, namespace, task_id)
+        task.status = status
+        task.completed_at = datetime.now(UTC) if status == "done" else None
+        db.flush()
+        return TaskView.of(task)
+
+
+def complete_task(namespace: str, task_id: str) -> TaskView:
+    return set_status(namespace, task_id, "done")
+
+
+def list_tasks(
+    namespace: str, user_id: str | None = None, *, active_only: bool = True, limit: int = 100
+) -> list[TaskView]:
+    """Tasks of a tenant (and user, plus tasks without one), oldest first."""
+    stmt = select(UserTask).where(UserTask.namespace == namespace)
+    if user_id:
+        stmt = stmt.where(or_(UserTask.user_id == user_id, UserTask.user_id.is_(None)))
+    if active_only:
+        stmt = stmt.where(UserTask.status.in_(ACTIVE_STATUSES))
+    stmt = stmt.order_by(UserTask.created_at, UserTask.id).limit(limit)
+    with session_scope() as db:
+        return [TaskView.of(task) for task in db.scalars(stmt)]
+
+
+def tasks_from_memories(db: DbSession, rows: Sequence[Any]) -> int:
+    """Create a task for each reminder/commitment memory in `rows` (inside the writer's
+    transaction); returns how many were created."""
+    created = 0
+    for row in rows:
+        if row.kind not in TASK_KINDS:
+            continue
+        tag = f"memory:{row.id}"
+        result = db.execute(
+            text(
+                "INSERT INTO tasks (namespace, user_id, title, description, created_channel, tags) "
+                "SELECT :ns, :uid, :title, :description, :channel, :tags WHERE NOT EXISTS ("
+                "SELECT 1 FROM tasks WHERE namespace = :ns AND (tags @> ARRAY[CAST(:tag AS text)] "
+                "OR (user_id IS NOT DISTINCT FROM :uid AND lower(title) = lower(:title) "
+                "AND status = ANY(:active))))"
+            ),
+            {
+                "ns": row.namespace,
+                "uid": row.user_id,
+                "title": row.content,
+                "description": (row.details or {}).get("time_expression"),
+                "channel": row.channel,
+                "tags": [tag, *(t for t in row.tags if t.startswith("session:"))],
+                "tag": tag,
+                "active": list(ACTIVE_STATUSES),
+            },
+        )
+        created += int(result.rowcount or 0)  # type: ignore[attr-defined]
+    return created

@@ -1,0 +1,217 @@
+"""Writing memories: idempotent inserts of capture candidates, each logged in `memory_log`.
+
+A candidate's idempotency key (trigger + source ids + normalised content) makes a retried or
+redelivered write a no-op. Every stored memory records its provenance, the trust that
+follows from it (R29) and its claim (R24), and the ids of the messages it came from.
+
+In the same transaction, and only for rows really inserted (so effects stay exactly-once),
+a new claim supersedes, reinforces or is quarantined against the active memories it meets
+(`continuum.memory.claims`), and reminders and commitments become tasks (`continuum.memory.user_tasks`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.orm import Session as DbSession
+
+from continuum.capture.models import (
+    MAX_CONTENT_CHARS,
+    Claim,
+    MemoryCandidate,
+    MemoryKind,
+    Provenance,
+)
+from continuum.capture.text import clip
+from continuum.capture.topics import topic_slug
+from continuum.memory.claims import claim_lock_key, lock_claims, resolve_claims
+from continuum.memory.user_tasks import tasks_from_memories
+from continuum.store.bulk import execute_many, insert_ignore
+from continuum.store.models import Memory, MemoryLog
+
+# R29: user_explicit > system > inference > tool_output
+TRUST = {"user_explicit": 4, "system": 3, "inference": 2, "tool_output": 1}
+LOGGED_COLUMNS = (
+    Memory.id,
+    Memory.namespace,
+    Memory.trigger,
+    Memory.kind,
+    Memory.key,
+    Memory.tags,
+    Memory.importance,
+    Memory.provenance,
+    Memory.source_message_ids,
+)
+STORED_COLUMNS = (
+    *LOGGED_COLUMNS,
+    Memory.user_id,
+    Memory.session_id,
+    Memory.channel,
+    Memory.content,
+    Memory.details,
+    Memory.claim_subject,
+    Memory.claim_predicate,
+    Memory.claim_value,
+    Memory.claim_scope,
+    Memory.valid_from,
+    Memory.valid_until,
+    Memory.trust,
+    Memory.created_at,
+)
+
+
+@dataclass(frozen=True)
+class WriteContext:
+    namespace: str
+    session_id: str | None = None
+    user_id: str | None = None
+    channel: str | None = None
+    occurred_at: datetime | None = None  # event time of the source turns (never ingest time)
+
+
+def _row(ctx: WriteContext, candidate: MemoryCandidate, now: datetime) -> dict[str, Any]:
+    claim = candidate.claim
+    details = dict(candidate.details)
+    if candidate.time_expression:
+        details["time_expression"] = candidate.time_expression
+    return {
+        "namespace": ctx.namespace,
+        "user_id": ctx.user_id,
+        "session_id": ctx.session_id,
+        "channel": ctx.channel,
+        "kind": candidate.kind,
+        "key": candidate.key,
+        "content": candidate.content,
+        "details": details,
+        "tags": candidate.tags,
+        "importance": candidate.importance,
+        "confidence": candidate.confidence,
+        "provenance": candidate.provenance,
+        "trust": TRUST[candidate.provenance],
+        "claim_subject": claim.subject if claim else None,
+        "claim_predicate": claim.predicate if claim else None,
+        "claim_value": claim.value if claim else None,
+        "claim_scope": claim.scope if claim else None,
+        "valid_from": claim.valid_from if claim else None,
+        "valid_until": claim.valid_until if claim else None,
+        "source_message_ids": candidate.source_message_ids,
+        "trigger": candidate.trigger,
+        "idempotency_key": candidate.idempotency_key(ctx.namespace),
+        "created_at": ctx.occurred_at or now,
+        "updated_at": ctx.occurred_at or now,
+    }
+
+
+@dataclass(frozen=True)
+class Stored:
+    """A memory this write inserted, and its status once its claim was settled
+    (active, or merged / superseded / quarantined)."""
+
+    id: int
+    status: str
+
+
+def store_memories(
+    db: DbSession,
+    items: Sequence[tuple[WriteContext, MemoryCandidate]],
+    columns: Mapping[str, Any] | None = None,
+) -> list[Stored]:
+    """Insert candidates inside the caller's transaction (`columns` overrides row values, e.g.
+    a version); settle their claims; returns what was inserted (retries insert nothing)."""
+    if not items:
+        return []
+    rows = {}
+    now = datetime.now(UTC)
+    for ctx, candidate in items:
+        row = {**_row(ctx, candidate, now), **(columns or {})}
+        rows[(row["namespace"], row["idempotency_key"])] = row
+    lock_claims(
+        db,
+        (
+            claim_lock_key(r["namespace"], r["user_id"], r["claim_subject"], r["claim_predicate"])
+            for r in rows.values()
+            if r["claim_predicate"]
+        ),
+    )
+    inserted = insert_ignore(
+        db, Memory, list(rows.values()), ["namespace", "idempotency_key"], STORED_COLUMNS
+    )
+    _log_writes(db, inserted)
+    statuses = resolve_claims(db, inserted, now)
+    tasks_from_memories(db, [row for row in inserted if row.id not in statuses])
+    return [Stored(row.id, statuses.get(row.id, "active")) for row in inserted]
+
+
+def store_candidates(
+    db: DbSession, items: Sequence[tuple[WriteContext, MemoryCandidate]]
+) -> list[int]:
+    """Insert candidates inside the caller's transaction; returns ids of new memories."""
+    return [stored.id for stored in store_memories(db, items)]
+
+
+# R23 defaults for memories written explicitly (tools, preferences), by kind.
+EXPLICIT_IMPORTANCE: dict[str, int] = {"fact": 6, "preference": 7, "follow_up": 7, "wellbeing": 6}
+CLAIM_KINDS = frozenset({"fact", "preference", "decision"})
+
+
+def explicit_candidate(
+    kind: MemoryKind,
+    key: str,
+    value: str,
+    *,
+    confidence: float,
+    provenance: Provenance,
+    source_id: str,
+    session_id: str | None = None,
+    details: Mapping[str, Any] | None = None,
+    claim_subject: str = "user",
+) -> MemoryCandidate:
+    """A memory stated outright (a tool call, a preference set by hand): `key: value`, with a
+    claim on `key` for facts, preferences and decisions so later values supersede it."""
+    content = clip(f"{key.replace('_', ' ').capitalize()}: {value}", MAX_CONTENT_CHARS)
+    source = "user" if provenance == "user_explicit" else "system"
+    tags = [f"topic:{topic_slug(f'{key} {value}')}", f"source:{source}"]
+    return MemoryCandidate(
+        kind=kind,
+        key=key,
+        content=content,
+        tags=tags + ([f"session:{session_id}"] if session_id else []),
+        importance=EXPLICIT_IMPORTANCE.get(kind, 5),
+        confidence=confidence,
+        provenance=provenance,
+        claim=Claim(subject=claim_subject, predicate=key, value=value)
+        if kind in CLAIM_KINDS
+        else None,
+        source_message_ids=[source_id],
+        trigger="explicit",
+        details=dict(details or {}),
+    )
+
+
+def _log_writes(db: DbSession, inserted: Sequence[Any]) -> None:
+    if inserted:
+        execute_many(
+            db,
+            insert(MemoryLog),
+            [
+                {
+                    "namespace": row.namespace,
+                    "action": "write",
+                    "memory_id": row.id,
+                    "trigger": row.trigger,
+                    "details": {
+                        "kind": row.kind,
+                        "key": row.key,
+                        "tags": row.tags,
+                        "importance": row.importance,
+                        "provenance": row.provenance,
+                        "source_message_ids": row.source_message_ids,
+                    },
+                }
+                for row in inserted
+            ],
+        )

@@ -1,0 +1,1 @@
+"""The write plane's stages after the producer: ingest, sessions, extraction, the embedding outbox, narrative files."""

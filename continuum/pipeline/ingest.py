@@ -1,0 +1,307 @@
+"""The `events` stage: validate a batch of raw events and persist it with exactly-once effect.
+
+One transaction per batch: event ids are claimed in `processed_events`, raw turns go to
+`messages` (idempotent on namespace + session + message id), sessions are upserted and
+ended. A crash before commit leaves nothing behind, so redelivery simply redoes the batch.
+Invalid events are dead-lettered with their reason; the rest of the batch still lands.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func, select, update
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.orm import Session as DbSession
+
+from continuum.capture import detect_key_moments, extract_entities, topic_slug
+from continuum.capture.models import CaptureTurn, MemoryCandidate
+from continuum.config import get_settings
+from continuum.contract.events import (
+    Event,
+    EventError,
+    IdleEvent,
+    PreCompactionEvent,
+    SessionEndEvent,
+    TurnEvent,
+    event_payload,
+    parse_event,
+)
+from continuum.contract.queues import INGEST_EVENTS
+from continuum.memory.writer import WriteContext, store_candidates
+from continuum.pipeline import sessions
+from continuum.pipeline.turns import from_event, from_message
+from continuum.store import deadletter, ephemeral, metrics
+from continuum.store.bulk import execute_many, insert_ignore
+from continuum.store.engine import session_scope
+from continuum.store.models import Message, ProcessedEvent, Session
+from continuum.store.redis_client import get_redis
+
+
+@dataclass
+class IngestResult:
+    """What one batch did."""
+
+    received: int = 0
+    processed: int = 0
+    duplicates: int = 0
+    invalid: int = 0
+    messages_inserted: int = 0
+    sessions_ended: int = 0
+    memories_stored: int = 0
+    new_turns: list[tuple[str, str]] = field(default_factory=list)  # (namespace, session_id)
+    finish: list[dict[str, Any]] = field(default_factory=list)  # session_end payloads
+
+
+def _validate(payloads: Sequence[Any], db: DbSession, task_id: str | None) -> list[Event]:
+    events: list[Event] = []
+    for index, payload in enumerate(payloads):
+        try:
+            events.append(parse_event(payload, index))
+        except EventError as exc:
+            namespace = payload.get("namespace") if isinstance(payload, dict) else None
+            deadletter.record(
+                db,
+                task_name=INGEST_EVENTS,
+                task_id=task_id,
+                payload=payload if isinstance(payload, dict | list) else repr(payload)[:2000],
+                reason="invalid_event",
+                error=str(exc),
+                namespace=namespace if isinstance(namespace, str) else None,
+            )
+    return events
+
+
+def _claim_new(db: DbSession, events: list[Event]) -> list[Event]:
+    """Record event ids; return only events never processed before (in batch order)."""
+    unique = {event.event_id: event for event in events}
+    if not unique:
+        return []
+    rows = [
+        {
+            "event_id": event.event_id,
+            "namespace": event.namespace,
+            "kind": event.kind,
+            "session_id": event.session_id,
+            "ts": event.ts,
+        }
+        for event in unique.values()
+    ]
+    inserted = insert_ignore(
+        db, ProcessedEvent, rows, ["event_id"], returning=[ProcessedEvent.event_id]
+    )
+    claimed = {row.event_id for row in inserted}
+    return [event for event in unique.values() if event.event_id in claimed]
+
+
+def _activity_at(event: Event) -> datetime:
+    """When the session was last active according to this event (an idle signal is sent
+    long after the activity it reports)."""
+    if isinstance(event, IdleEvent):
+        return event.last_activity_at
+    if isinstance(event, SessionEndEvent):
+        return event.ended_at
+    return event.ts
+
+
+def _upsert_sessions(db: DbSession, events: list[Event]) -> None:
+    first: dict[tuple[str, str], Event] = {}
+    last_ts: dict[tuple[str, str], datetime] = {}
+    for event in events:
+        key = (event.namespace, event.session_id)
+        first.setdefault(key, event)
+        at = _activity_at(event)
+        last_ts[key] = max(last_ts.get(key, at), at)
+    rows = [
+        {
+            "namespace": ns,
+            "session_id": sid,
+            "channel": event.channel,
+            "user_id": event.user_id,
+            "started_at": event.ts,
+            "last_activity_at": last_ts[(ns, sid)],
+        }
+        for (ns, sid), event in sorted(first.items())
+    ]
+    stmt = insert(Session)
+    execute_many(
+        db,
+        stmt.on_conflict_do_update(
+            index_elements=["namespace", "session_id"],
+            set_={
+                "started_at": func.least(Session.started_at, stmt.excluded.started_at),
+                "last_activity_at": func.greatest(
+                    Session.last_activity_at, stmt.excluded.last_activity_at
+                ),
+                "user_id": func.coalesce(Session.user_id, stmt.excluded.user_id),
+            },
+        ),
+        rows,
+    )
+
+
+def _insert_turns(db: DbSession, turns: list[TurnEvent]) -> list[tuple[str, str]]:
+    """Insert raw turns; return (namespace, session_id) of each row actually inserted."""
+    if not turns:
+        return []
+    rows = [
+        {
+            "namespace": turn.namespace,
+            "session_id": turn.session_id,
+            "message_id": turn.effective_message_id,
+            "parent_id": turn.parent_id,
+            "role": turn.role,
+            "content": turn.content,
+            "channel": turn.channel,
+            "user_id": turn.user_id,
+            "created_at": turn.ts,
+            "event_id": turn.event_id,
+            "details": turn.metadata,
+        }
+        for turn in turns
+    ]
+    inserted = insert_ignore(
+        db,
+        Message,
+        rows,
+        ["namespace", "session_id", "message_id"],
+        returning=[Message.namespace, Message.session_id],
+    )
+    counts: dict[tuple[str, str], int] = defaultdict(int)
+    for row in inserted:
+        counts[(row.namespace, row.session_id)] += 1
+    for (namespace, session_id), count in sorted(counts.items()):
+        db.execute(
+            update(Session)
+            .where(Session.namespace == namespace, Session.session_id == session_id)
+            .values(message_count=Session.message_count + count)
+        )
+    return [(row.namespace, row.session_id) for row in inserted]
+
+
+def _end_sessions(db: DbSession, ends: list[SessionEndEvent]) -> None:
+    for end in ends:
+        db.execute(
+            update(Session)
+            .where(Session.namespace == end.namespace, Session.session_id == end.session_id)
+            .values(
+                status="ended",
+                ended_at=end.ended_at,
+                end_reason=end.reason,
+                last_activity_at=func.greatest(Session.last_activity_at, end.ended_at),
+            )
+        )
+
+
+def _previous_turn(db: DbSession, turn: TurnEvent) -> CaptureTurn | None:
+    """The message before `turn` in its session, from storage (for context across batches)."""
+    row = db.scalar(
+        select(Message)
+        .where(
+            Message.namespace == turn.namespace,
+            Message.session_id == turn.session_id,
+            Message.created_at < turn.ts,
+            Message.role.in_(("user", "assistant")),
+        )
+        .order_by(Message.created_at.desc())
+        .limit(1)
+    )
+    return from_message(row) if row is not None else None
+
+
+def _capture(db: DbSession, events: list[TurnEvent]) -> list[tuple[WriteContext, MemoryCandidate]]:
+    """Cheap key-moment detection on fresh turns (event-time order)."""
+    items: list[tuple[WriteContext, MemoryCandidate]] = []
+    previous: dict[tuple[str, str], CaptureTurn | None] = {}
+    for event in events:
+        session = (event.namespace, event.session_id)
+        if session not in previous:
+            previous[session] = _previous_turn(db, event)
+        current = from_event(event)
+        if current is None:
+            continue
+        ctx = WriteContext(
+            event.namespace, event.session_id, event.user_id, event.channel, event.ts
+        )
+        found = detect_key_moments(current, previous=previous[session])
+        items += [(ctx, candidate) for candidate in found]
+        previous[session] = current
+    return items
+
+
+def _record_ephemeral(
+    events: list[TurnEvent], captured: list[tuple[WriteContext, MemoryCandidate]]
+) -> None:
+    """Registry, topic, recent and transcript buffers, and the keys stored during each
+    session (R45) — idempotent, one Redis round trip for the whole batch."""
+    pipe = get_redis().pipeline(transaction=False)
+    for ctx, candidate in captured:
+        if candidate.key and ctx.session_id:
+            ephemeral.add_stored_keys(ctx.namespace, ctx.session_id, [candidate.key], pipe=pipe)
+    for event in events:
+        topic = topic_slug(event.content) if event.role == "user" else None
+        ephemeral.record_turn(
+            event.namespace,
+            session_id=event.session_id,
+            channel=event.channel,
+            user_id=event.user_id,
+            message_id=event.effective_message_id,
+            role=event.role,
+            content=event.content,
+            at=event.ts,
+            topic=topic or None,
+            entities=extract_entities(event.content) if event.role == "user" else [],
+            pipe=pipe,
+        )
+    pipe.execute()
+
+
+def ingest_batch(payloads: Sequence[Any], task_id: str | None = None) -> IngestResult:
+    """Validate and persist a batch of raw event payloads in one transaction."""
+    with session_scope() as db:
+        if not isinstance(payloads, list | tuple):
+            deadletter.record(
+                db,
+                task_name=INGEST_EVENTS,
+                task_id=task_id,
+                payload=repr(payloads)[:2000],
+                reason="invalid_batch",
+                error=f"expected a list of events, got {type(payloads).__name__}",
+            )
+            return IngestResult(received=1, invalid=1)
+        result = IngestResult(received=len(payloads))
+        events = _validate(payloads, db, task_id)
+        result.invalid = len(payloads) - len(events)
+        fresh = _claim_new(db, events)
+        result.duplicates = len(events) - len(fresh)
+        result.processed = len(fresh)
+        if not fresh:
+            return result
+        fresh.sort(key=lambda event: event.ts)
+        _upsert_sessions(db, fresh)
+        turn_events = [event for event in fresh if isinstance(event, TurnEvent)]
+        settings = get_settings()
+        stored = [event for event in turn_events if not settings.is_private(event.namespace)]
+        result.new_turns = _insert_turns(db, stored)
+        result.messages_inserted = len(result.new_turns)
+        captured = _capture(db, turn_events)
+        memory_ids = store_candidates(db, captured)
+        for event in fresh:
+            if isinstance(event, IdleEvent):
+                snapshot = sessions.snapshot_idle(db, event.namespace, event.session_id)
+                memory_ids += [snapshot] if snapshot is not None else []
+            elif isinstance(event, PreCompactionEvent):
+                memory_ids += sessions.pre_compaction_dump(db, event)
+        result.memories_stored = len(memory_ids)
+        ends = [event for event in fresh if isinstance(event, SessionEndEvent)]
+        _end_sessions(db, ends)
+        result.sessions_ended = len(ends)
+        result.finish = [event_payload(end) for end in ends]
+        # Redis state last: if it fails the transaction rolls back and the batch is retried.
+        _record_ephemeral(turn_events, captured)
+    metrics.incr(metrics.MEMORIES_STORED, result.memories_stored)
+    return result

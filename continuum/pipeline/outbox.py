@@ -1,0 +1,155 @@
+"""The embedding outbox: rows are written with `embedding IS NULL`; this fills them in.
+
+Batches are claimed with `FOR UPDATE SKIP LOCKED`, so any number of embed workers share the
+backlog without overlap, and a crash simply leaves the rows to be claimed again. The model
+that produced the stored vectors is recorded in `system_state`; a different configured
+model refuses to mix vectors until `continuum reembed` has cleared them.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from sqlalchemy import text
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.orm import Session as DbSession
+
+from continuum.config import ConfigError, get_settings
+from continuum.inference.embedding import Embedder, get_embedder, vector_literal
+from continuum.store.engine import session_scope
+from continuum.store.models import SystemState
+
+EMBEDDED_TABLES = ("memories", "messages")
+MODEL_STATE_KEY = "embedding_model"
+
+
+@dataclass
+class OutboxResult:
+    embedded: dict[str, int]
+    seconds: float
+
+    @property
+    def total(self) -> int:
+        return sum(self.embedded.values())
+
+
+def _check_model(db: DbSession, embedder: Embedder) -> None:
+    wanted = {"model": embedder.model_name, "dim": embedder.dim}
+    stmt = insert(SystemState).values(key=MODEL_STATE_KEY, value=wanted)
+    db.execute(stmt.on_conflict_do_nothing(index_elements=["key"]))
+    stored = db.get(SystemState, MODEL_STATE_KEY)
+    if stored is not None and stored.value != wanted:
+        raise ConfigError(
+            f"stored vectors come from {stored.value}, the configured model is {wanted}: "
+            "run `continuum reembed` to switch models"
+        )
+
+
+def embed_batch(table: str, embedder: Embedder, batch_size: int) -> int:
+    """Claim up to `batch_size` rows of `table` without embeddings and fill them in."""
+    if table not in EMBEDDED_TABLES:
+        raise ValueError(f"no embedding outbox for table {table!r}")
+    with session_scope() as db:
+        _check_model(db, embedder)
+        rows = db.execute(
+            text(
+                f"SELECT id, content FROM {table} WHERE embedding IS NULL "
+                "ORDER BY id LIMIT :n FOR UPDATE SKIP LOCKED"
+            ),
+            {"n": batch_size},
+        ).all()
+        if not rows:
+            return 0
+        vectors = embedder.embed([row.content for row in rows])
+        db.execute(
+            text(
+                f"UPDATE {table} AS t SET embedding = v.e::halfvec "
+                "FROM unnest(CAST(:ids AS bigint[]), CAST(:vecs AS text[])) AS v(id, e) "
+                "WHERE t.id = v.id"
+            ),
+            {"ids": [row.id for row in rows], "vecs": [vector_literal(v) for v in vectors]},
+        )
+        return len(rows)
+
+
+def embed_pending(
+    time_budget_s: float = 20.0, tables: tuple[str, ...] = EMBEDDED_TABLES
+) -> OutboxResult:
+    """Fill embeddings, memories first, until the outbox is empty or the budget is spent."""
+    started = time.monotonic()
+    embedded = dict.fromkeys(tables, 0)
+    embedder = get_embedder()
+    if embedder is None:
+        return OutboxResult(embedded, 0.0)
+    batch_size = get_settings().embed_batch_size
+    for table in tables:
+        while time.monotonic() - started < time_budget_s:
+            count = embed_batch(table, embedder, batch_size)
+            embedded[table] += count
+            if count < batch_size:
+                break
+    return OutboxResult(embedded, time.monotonic() - started)
+
+
+def pending_counts() -> dict[str, int]:
+    with session_scope() as db:
+        return {
+            table: int(
+                db.execute(text(f"SELECT count(*) FROM {table} WHERE embedding IS NULL")).scalar()
+                or 0
+            )
+            for table in EMBEDDED_TABLES
+        }
+
+
+def reset_embeddings() -> dict[str, int]:
+    """Clear every vector and the recorded model (`continuum reembed`), then refill lazily."""
+    embedder = get_embedder()
+    settings = get_settings()
+    dim = embedder.dim if embedder else settings.embedding_dim
+    cleared = {}
+    with session_scope() as db:
+        for table in EMBEDDED_TABLES:
+            result = db.execute(text(f"UPDATE {table} SET embedding = NULL"))
+            cleared[table] = int(result.rowcount or 0)  # type: ignore[attr-defined]
+            db.execute(text(f"DROP INDEX IF EXISTS {table}_embedding"))
+            _retype_embedding(db, table, f"halfvec({dim})")
+            db.execute(
+                text(
+                    f"CREATE INDEX {table}_embedding ON {table} "
+                    "USING hnsw (embedding halfvec_cosine_ops)"
+                )
+            )
+        db.execute(text("DELETE FROM system_state WHERE key = :k"), {"k": MODEL_STATE_KEY})
+    return cleared
+
+
+def _retype_embedding(db: DbSession, table: str, column_type: str) -> None:
+    """Give `table.embedding` the type `column_type`. Postgres refuses to retype a column
+    that a view reads (the per-instance views of transcript sync read every column), so
+    those views are dropped and recreated from their own definitions around the change."""
+    current = db.scalar(
+        text(
+            "SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
+            "WHERE attrelid = CAST(:table AS regclass) AND attname = 'embedding'"
+        ),
+        {"table": table},
+    )
+    if current == column_type:
+        return
+    views = db.execute(
+        text(
+            "SELECT DISTINCT view.relname, pg_get_viewdef(view.oid) FROM pg_depend dep "
+            "JOIN pg_rewrite rule ON rule.oid = dep.objid "
+            "JOIN pg_class view ON view.oid = rule.ev_class "
+            "WHERE dep.classid = 'pg_rewrite'::regclass "
+            "AND dep.refobjid = CAST(:table AS regclass) AND view.oid <> dep.refobjid"
+        ),
+        {"table": table},
+    ).all()
+    for name, _ in views:
+        db.execute(text(f'DROP VIEW "{name}"'))
+    db.execute(text(f"ALTER TABLE {table} ALTER COLUMN embedding TYPE {column_type}"))
+    for name, definition in views:
+        db.execute(text(f'CREATE VIEW "{name}" AS {definition}'))

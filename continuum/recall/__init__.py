@@ -1,0 +1,1 @@
+"""The read plane: hybrid search, full-text planning, time phrases, the context block, listings."""

@@ -1,0 +1,137 @@
+"""Read-plane queries over raw messages and sessions (R77), always scoped to one namespace."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time, timedelta, timezone
+from typing import Any
+
+from sqlalchemy import ColumnElement, func, literal, select
+
+from continuum.store.engine import session_scope
+from continuum.store.models import Memory, Message, Session
+
+
+@dataclass(frozen=True)
+class MessageHit:
+    id: int
+    namespace: str
+    session_id: str
+    message_id: str
+    role: str
+    channel: str | None
+    content: str
+    created_at: datetime
+    rank: float = 0.0
+
+
+def message_hits(rows: Iterable[Any]) -> list[MessageHit]:
+    """Rows of (Message, rank) as hits."""
+    return [
+        MessageHit(
+            id=m.id,
+            namespace=m.namespace,
+            session_id=m.session_id,
+            message_id=m.message_id,
+            role=m.role,
+            channel=m.channel,
+            content=m.content,
+            created_at=m.created_at,
+            rank=float(rank),
+        )
+        for m, rank in rows
+    ]
+
+
+def full_text(tsv: Any, query: str) -> tuple[ColumnElement[bool], ColumnElement[float]]:
+    """Whether `tsv` matches `query` (web-search syntax: quotes, OR, -word), and the rank."""
+    tsquery = func.websearch_to_tsquery("english", query)
+    return tsv.op("@@")(tsquery), func.ts_rank_cd(tsv, tsquery)
+
+
+def search_messages(
+    namespace: str,
+    query: str,
+    *,
+    limit: int = 20,
+    channel: str | None = None,
+    role: str | None = None,
+    user_id: str | None = None,
+) -> list[MessageHit]:
+    """Full-text search of raw messages (web-search syntax: quotes, OR, -word)."""
+    match, rank = full_text(Message.tsv, query)
+    stmt = (
+        select(Message, rank)
+        .where(Message.namespace == namespace, match)
+        .order_by(rank.desc(), Message.created_at.desc())
+        .limit(limit)
+    )
+    if channel:
+        stmt = stmt.where(Message.channel == channel)
+    if role:
+        stmt = stmt.where(Message.role == role)
+    if user_id:
+        stmt = stmt.where(Message.user_id == user_id)
+    with session_scope() as db:
+        return message_hits(db.execute(stmt).all())
+
+
+def recent_messages(namespace: str, *, limit: int = 20) -> list[MessageHit]:
+    """The last `limit` messages of a namespace, oldest first."""
+    stmt = (
+        select(Message, literal(0.0))
+        .where(Message.namespace == namespace)
+        .order_by(Message.created_at.desc(), Message.id.desc())
+        .limit(limit)
+    )
+    with session_scope() as db:
+        return list(reversed(message_hits(db.execute(stmt).all())))
+
+
+def day_messages(namespace: str, day: date, tz: timezone = UTC) -> list[MessageHit]:
+    """One day's conversation across sessions, in event-time order."""
+    start = datetime.combine(day, time.min, tzinfo=tz)
+    stmt = (
+        select(Message, literal(0.0))
+        .where(
+            Message.namespace == namespace,
+            Message.created_at >= start,
+            Message.created_at < start + timedelta(days=1),
+        )
+        .order_by(Message.created_at, Message.id)
+    )
+    with session_scope() as db:
+        return message_hits(db.execute(stmt).all())
+
+
+def get_session(namespace: str, session_id: str) -> Session | None:
+    with session_scope() as db:
+        return db.scalar(
+            select(Session).where(Session.namespace == namespace, Session.session_id == session_id)
+        )
+
+
+def list_sessions(namespace: str, *, limit: int = 20) -> list[Session]:
+    with session_scope() as db:
+        return list(
+            db.scalars(
+                select(Session)
+                .where(Session.namespace == namespace)
+                .order_by(Session.last_activity_at.desc().nulls_last())
+                .limit(limit)
+            )
+        )
+
+
+def recent_memories(namespace: str, *, limit: int = 20) -> list[Memory]:
+    """Active memories, oldest first (as they were captured)."""
+    with session_scope() as db:
+        return list(
+            db.scalars(
+                select(Memory)
+                .where(Memory.namespace == namespace, Memory.status == "active")
+                .order_by(Memory.created_at, Memory.id)
+                .limit(limit)
+            )
+        )

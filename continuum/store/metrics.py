@@ -1,0 +1,37 @@
+"""Pipeline counters (R48) kept in Redis, so every worker process adds to the same totals."""
+
+from __future__ import annotations
+
+import logging
+
+import redis
+
+from continuum.store.redis_client import get_redis
+
+log = logging.getLogger(__name__)
+PREFIX = "continuum:metrics:"
+
+MEMORIES_STORED = "memories_stored"
+LLM_CALLS = "llm_calls"
+LLM_FALLBACKS = "llm_fallbacks"
+LLM_BAD_OUTPUT = "llm_bad_output"
+DEAD_LETTERS = "dead_letters"
+
+
+def incr(name: str, amount: int = 1) -> None:
+    """Add to a counter; a Redis hiccup never fails the work being counted."""
+    if amount == 0:
+        return
+    try:
+        get_redis().incrby(PREFIX + name, amount)
+    except redis.RedisError as exc:
+        log.warning("metric %s not counted: %s", name, exc)
+
+
+def snapshot() -> dict[str, int]:
+    client = get_redis()
+    keys = sorted(client.scan_iter(match=PREFIX + "*"))
+    values = client.mget(keys) if keys else []
+    return {
+        key.removeprefix(PREFIX): int(value or 0) for key, value in zip(keys, values, strict=True)
+    }

@@ -1,0 +1,252 @@
+"""SQLAlchemy 2 models of every table. The schema itself is owned by the Alembic migrations
+in `continuum/store/migrations`; these classes mirror it for typed queries and bulk writes."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from pgvector.sqlalchemy import HALFVEC
+from sqlalchemy import (
+    ARRAY,
+    BigInteger,
+    Boolean,
+    Computed,
+    DateTime,
+    Float,
+    Integer,
+    SmallInteger,
+    Text,
+    UniqueConstraint,
+    func,
+)
+from sqlalchemy.dialects.postgresql import JSONB, TSVECTOR, UUID
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+from continuum.config import get_settings
+
+EMBEDDING_DIM = get_settings().embedding_dim
+TSV_MESSAGES = "to_tsvector('english'::regconfig, coalesce(content, ''))"
+TSV_MEMORIES = (
+    "to_tsvector('english'::regconfig, coalesce(key, '') || ' ' || coalesce(content, ''))"
+)
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+def _now() -> Any:
+    return mapped_column(DateTime(timezone=True), server_default=func.now(), nullable=False)
+
+
+class Session(Base):
+    __tablename__ = "sessions"
+    __table_args__ = (UniqueConstraint("namespace", "session_id"),)
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    namespace: Mapped[str] = mapped_column(Text)
+    session_id: Mapped[str] = mapped_column(Text)
+    channel: Mapped[str | None] = mapped_column(Text)
+    user_id: Mapped[str | None] = mapped_column(Text)
+    source: Mapped[str] = mapped_column(Text, server_default="event")
+    model: Mapped[str | None] = mapped_column(Text)
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    last_activity_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    ended_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    end_reason: Mapped[str | None] = mapped_column(Text)
+    status: Mapped[str] = mapped_column(Text, server_default="active")
+    message_count: Mapped[int] = mapped_column(Integer, server_default="0")
+    details: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default="{}")
+    created_at: Mapped[datetime] = _now()
+
+
+class Message(Base):
+    __tablename__ = "messages"
+    __table_args__ = (UniqueConstraint("namespace", "session_id", "message_id"),)
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    namespace: Mapped[str] = mapped_column(Text)
+    session_id: Mapped[str] = mapped_column(Text)
+    message_id: Mapped[str] = mapped_column(Text)
+    parent_id: Mapped[str | None] = mapped_column(Text)
+    role: Mapped[str] = mapped_column(Text)
+    content: Mapped[str] = mapped_column(Text)
+    channel: Mapped[str | None] = mapped_column(Text)
+    user_id: Mapped[str | None] = mapped_column(Text)
+    sender: Mapped[str | None] = mapped_column(Text)
+    source: Mapped[str] = mapped_column(Text, server_default="event")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    ingested_at: Mapped[datetime] = _now()
+    event_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
+    details: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default="{}")
+    tsv: Mapped[Any] = mapped_column(TSVECTOR, Computed(TSV_MESSAGES, persisted=True))
+    embedding: Mapped[Any] = mapped_column(HALFVEC(EMBEDDING_DIM), nullable=True)
+
+
+class CronReport(Base):
+    __tablename__ = "cron_reports"
+    __table_args__ = (UniqueConstraint("namespace", "session_id"),)
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    namespace: Mapped[str] = mapped_column(Text)
+    cron_name: Mapped[str] = mapped_column(Text)
+    session_id: Mapped[str] = mapped_column(Text)
+    summary: Mapped[str] = mapped_column(Text)
+    run_started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    run_ended_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    event_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    created_at: Mapped[datetime] = _now()
+
+
+class TranscriptCursor(Base):
+    __tablename__ = "transcript_cursors"
+
+    source_path: Mapped[str] = mapped_column(Text, primary_key=True)
+    namespace: Mapped[str] = mapped_column(Text)
+    source_kind: Mapped[str] = mapped_column(Text)
+    session_id: Mapped[str | None] = mapped_column(Text)
+    inode: Mapped[int | None] = mapped_column(BigInteger)
+    size: Mapped[int] = mapped_column(BigInteger, server_default="0")
+    mtime: Mapped[float] = mapped_column(Float, server_default="0")
+    byte_offset: Mapped[int] = mapped_column(BigInteger, server_default="0")
+    seq: Mapped[int] = mapped_column(BigInteger, server_default="0")
+    archived: Mapped[bool] = mapped_column(Boolean, server_default="false")
+    details: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default="{}")
+    updated_at: Mapped[datetime] = _now()
+
+
+class Memory(Base):
+    __tablename__ = "memories"
+    __table_args__ = (UniqueConstraint("namespace", "idempotency_key"),)
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    namespace: Mapped[str] = mapped_column(Text)
+    user_id: Mapped[str | None] = mapped_column(Text)
+    kind: Mapped[str] = mapped_column(Text)
+    key: Mapped[str | None] = mapped_column(Text)
+    content: Mapped[str] = mapped_column(Text)
+    details: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default="{}")
+    tags: Mapped[list[str]] = mapped_column(ARRAY(Text), server_default="{}")
+    importance: Mapped[int] = mapped_column(SmallInteger, server_default="5")
+    confidence: Mapped[float] = mapped_column(Float, server_default="0.7")
+    provenance: Mapped[str] = mapped_column(Text, server_default="inference")
+    trust: Mapped[int] = mapped_column(SmallInteger, server_default="2")
+    claim_subject: Mapped[str | None] = mapped_column(Text)
+    claim_predicate: Mapped[str | None] = mapped_column(Text)
+    claim_value: Mapped[str | None] = mapped_column(Text)
+    claim_scope: Mapped[str | None] = mapped_column(Text)
+    valid_from: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    valid_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    status: Mapped[str] = mapped_column(Text, server_default="active")
+    superseded_by: Mapped[int | None] = mapped_column(BigInteger)
+    private: Mapped[bool] = mapped_column(Boolean, server_default="false")
+    version: Mapped[int] = mapped_column(Integer, server_default="1")
+    corroboration: Mapped[int] = mapped_column(Integer, server_default="1")
+    session_id: Mapped[str | None] = mapped_column(Text)
+    channel: Mapped[str | None] = mapped_column(Text)
+    source_message_ids: Mapped[list[str]] = mapped_column(ARRAY(Text), server_default="{}")
+    trigger: Mapped[str] = mapped_column(Text, server_default="turn")
+    idempotency_key: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = _now()
+    updated_at: Mapped[datetime] = _now()
+    last_accessed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    access_count: Mapped[int] = mapped_column(Integer, server_default="0")
+    tsv: Mapped[Any] = mapped_column(TSVECTOR, Computed(TSV_MEMORIES, persisted=True))
+    embedding: Mapped[Any] = mapped_column(HALFVEC(EMBEDDING_DIM), nullable=True)
+
+
+class UserTask(Base):
+    __tablename__ = "tasks"
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    namespace: Mapped[str] = mapped_column(Text)
+    task_id: Mapped[uuid.UUID] = mapped_column(
+        UUID(as_uuid=True), server_default=func.gen_random_uuid(), unique=True
+    )
+    user_id: Mapped[str | None] = mapped_column(Text)
+    title: Mapped[str] = mapped_column(Text)
+    description: Mapped[str | None] = mapped_column(Text)
+    status: Mapped[str] = mapped_column(Text, server_default="pending")
+    created_channel: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = _now()
+    due_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    completed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    tags: Mapped[list[str]] = mapped_column(ARRAY(Text), server_default="{}")
+
+
+class MemoryLog(Base):
+    __tablename__ = "memory_log"
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    namespace: Mapped[str] = mapped_column(Text)
+    action: Mapped[str] = mapped_column(Text)
+    memory_id: Mapped[int | None] = mapped_column(BigInteger)
+    trigger: Mapped[str | None] = mapped_column(Text)
+    details: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default="{}")
+    created_at: Mapped[datetime] = _now()
+
+
+class DeadLetter(Base):
+    __tablename__ = "dead_letters"
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    namespace: Mapped[str | None] = mapped_column(Text)
+    task_name: Mapped[str] = mapped_column(Text)
+    task_id: Mapped[str | None] = mapped_column(Text)
+    payload: Mapped[Any] = mapped_column(JSONB)
+    reason: Mapped[str] = mapped_column(Text)
+    error: Mapped[str | None] = mapped_column(Text)
+    attempts: Mapped[int] = mapped_column(Integer, server_default="1")
+    created_at: Mapped[datetime] = _now()
+
+
+class ProcessedEvent(Base):
+    __tablename__ = "processed_events"
+
+    event_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
+    namespace: Mapped[str] = mapped_column(Text)
+    kind: Mapped[str] = mapped_column(Text)
+    session_id: Mapped[str] = mapped_column(Text)
+    ts: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    processed_at: Mapped[datetime] = _now()
+
+
+class SystemState(Base):
+    __tablename__ = "system_state"
+
+    key: Mapped[str] = mapped_column(Text, primary_key=True)
+    value: Mapped[Any] = mapped_column(JSONB)
+    updated_at: Mapped[datetime] = _now()
+
+
+class ApiToken(Base):
+    __tablename__ = "api_tokens"
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    name: Mapped[str] = mapped_column(Text)
+    namespaces: Mapped[list[str]] = mapped_column(ARRAY(Text))
+    token_hash: Mapped[str] = mapped_column(Text, unique=True)
+    created_at: Mapped[datetime] = _now()
+    last_used_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class MaintenanceRun(Base):
+    """One weekly maintenance run of a tenant: its planned steps, how many are applied (a
+    rerun resumes there) and the report."""
+
+    __tablename__ = "maintenance_runs"
+    __table_args__ = (UniqueConstraint("namespace", "week", "attempt"),)
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    namespace: Mapped[str] = mapped_column(Text)
+    week: Mapped[str] = mapped_column(Text)
+    attempt: Mapped[int] = mapped_column(Integer, server_default="1")
+    status: Mapped[str] = mapped_column(Text, server_default="running")
+    plan: Mapped[list[dict[str, Any]]] = mapped_column(JSONB, server_default="[]")
+    applied: Mapped[int] = mapped_column(Integer, server_default="0")
+    report: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default="{}")
+    started_at: Mapped[datetime] = _now()
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))

@@ -1,0 +1,74 @@
+"""`GET /metrics`: queue depths read from the broker, dead letters, pipeline counters."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from kombu.transport.redis import Channel
+from prometheus_client.parser import text_string_to_metric_families
+
+from continuum.api import create_app
+from continuum.contract.queues import ALL_QUEUES, EMBED
+from continuum.store import deadletter, metrics
+from continuum.store.redis_client import get_redis
+
+SPARE_BROKER_DB = 9  # no worker listens here, so the queued messages stay put
+
+
+@pytest.fixture
+def api(db: Any) -> Iterator[TestClient]:
+    with TestClient(create_app()) as client:
+        yield client
+
+
+def scrape(api: TestClient) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    response = api.get("/metrics")
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/plain")
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(response.text)
+        for sample in family.samples
+    }
+
+
+def test_queue_depth_counts_every_priority_list(
+    api: TestClient, servers: dict[str, str], settings_env: Any
+) -> None:
+    broker = servers["broker_url"].rsplit("/", 1)[0] + f"/{SPARE_BROKER_DB}"
+    settings_env(broker_url=broker)
+    client = get_redis(broker)
+    client.flushdb()
+    client.lpush(EMBED, "a", "b", "c")
+    client.lpush(f"{EMBED}{Channel.sep}3", "d", "e")
+    client.hset(Channel.unacked_key, "tag", "message")
+    samples = scrape(api)
+    client.flushdb()
+    assert samples[("continuum_queue_depth", (("queue", EMBED),))] == 5
+    for queue in set(ALL_QUEUES) - {EMBED}:
+        assert samples[("continuum_queue_depth", (("queue", queue),))] == 0
+    assert samples[("continuum_queue_unacked", ())] == 1
+    assert samples[("continuum_source_up", (("source", "broker"),))] == 1
+
+
+def test_dead_letters_and_pipeline_counters(api: TestClient) -> None:
+    deadletter.record_now(task_name="continuum.ingest_events", payload={}, reason="bad input")
+    metrics.incr(metrics.MEMORIES_STORED, 3)
+    metrics.incr(metrics.LLM_FALLBACKS)
+    samples = scrape(api)
+    assert samples[("continuum_dead_letters_stored", (("task", "continuum.ingest_events"),))] == 1
+    assert samples[("continuum_memories_stored_total", ())] == 3
+    assert samples[("continuum_llm_fallbacks_total", ())] == 1
+    assert all(
+        samples[("continuum_source_up", (("source", s),))] == 1 for s in ("redis", "postgres")
+    )
+
+
+def test_an_unreachable_source_is_reported_not_raised(api: TestClient, settings_env: Any) -> None:
+    settings_env(broker_url="redis://127.0.0.1:1/0")
+    samples = scrape(api)
+    assert samples[("continuum_source_up", (("source", "broker"),))] == 0
+    assert samples[("continuum_source_up", (("source", "postgres"),))] == 1

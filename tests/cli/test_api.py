@@ -1,0 +1,42 @@
+"""`continuum tokens create|list|revoke`: a token is shown once and works until revoked."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from typer.testing import CliRunner
+
+from continuum.api.tokens import authenticate, hash_token, list_tokens
+from continuum.cli.api import tokens_app
+
+runner = CliRunner()
+
+
+def test_tokens_are_created_listed_and_revoked(db: Any) -> None:
+    created = runner.invoke(
+        tokens_app, ["create", "-n", "pearl", "-n", "entrepreneur", "--name", "fleet", "--json"]
+    )
+    assert created.exit_code == 0, created.output
+    token = json.loads(created.stdout)
+    assert token["namespaces"] == ["pearl", "entrepreneur"] and token["token"].startswith("ctm_")
+    info = authenticate(token["token"])
+    assert info is not None and info.name == "fleet"
+    assert token["token"] not in {t.name for t in list_tokens()}
+    assert hash_token(token["token"]) != token["token"]
+
+    listed = runner.invoke(tokens_app, ["list", "--json"])
+    row = next(r for r in json.loads(listed.stdout) if r["id"] == token["id"])
+    assert row["revoked_at"] is None and row["last_used_at"] is not None and "token" not in row
+
+    assert runner.invoke(tokens_app, ["revoke", str(token["id"])]).exit_code == 0
+    assert authenticate(token["token"]) is None
+    again = runner.invoke(tokens_app, ["revoke", str(token["id"])])
+    assert again.exit_code == 1 and "no live token" in again.output
+
+
+def test_a_token_needs_valid_namespaces(db: Any) -> None:
+    bad = runner.invoke(tokens_app, ["create", "-n", "Not Valid"])
+    assert bad.exit_code == 2 and "invalid namespace" in bad.output
+    human = runner.invoke(tokens_app, ["create", "-n", "pearl"])
+    assert human.exit_code == 0 and "Shown once" in human.output

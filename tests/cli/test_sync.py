@@ -1,0 +1,41 @@
+"""`continuum sync` and `continuum cron-reports` through the typer app, on real servers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from continuum.cli.sync import app
+from tests.sync.test_sync import FIXTURE_MESSAGES, copy_home
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    return copy_home(tmp_path)
+
+
+def test_sync_then_cron_reports_of_a_day(db: Any, home: Path) -> None:
+    result = runner.invoke(app, ["sync", "--home", str(home), "--no-capture", "--json"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert (summary["messages_inserted"], summary["files_failed"]) == (FIXTURE_MESSAGES, 0)
+
+    table = runner.invoke(app, ["sync", "--home", str(home), "--no-capture"])
+    assert table.exit_code == 0 and "0 / 9 / 0" in table.stdout  # read / unchanged / failed
+
+    reports = runner.invoke(app, ["cron-reports", "-n", "default", "--day", "2026-02-27", "--json"])
+    [report] = json.loads(reports.stdout)
+    assert (report["cron_name"], report["event_at"]) == (
+        "Daily Standup Digest",
+        "2026-02-27 16:00:09.060000+00:00",
+    )
+    other_day = runner.invoke(app, ["cron-reports", "-n", "default", "--day", "2026-02-28"])
+    assert other_day.exit_code == 0 and other_day.stdout == ""
+    bad_day = runner.invoke(app, ["cron-reports", "-n", "default", "--day", "tuesday"])
+    assert bad_day.exit_code == 2

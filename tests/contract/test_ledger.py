@@ -1,0 +1,73 @@
+"""The in-flight ledger closes kombu's BRPOP → unacked window: a batch that vanished between
+the broker and a worker is published again; processed or dead-lettered ones never are."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from sqlalchemy import func, select
+
+from continuum.contract import ledger
+from continuum.store.engine import session_scope
+from continuum.store.models import Message
+from continuum.store.redis_client import get_broker_redis
+from tests.support.events import turn
+from tests.support.wait import wait_for
+
+
+def messages() -> int:
+    with session_scope() as db:
+        return int(db.scalar(select(func.count()).select_from(Message)) or 0)
+
+
+def test_published_batches_are_settled_by_the_worker(db: Any, worker: Any, client: Any) -> None:
+    broker = get_broker_redis()
+    before = ledger.pending(broker)
+    client.emit_many([turn("Let's go with the oak table.", message_id="a1")])
+    wait_for(lambda: messages() == 1)
+    wait_for(lambda: ledger.pending(broker) == before)
+
+
+def test_a_lost_batch_is_resent_once(db: Any, worker: Any, client: Any) -> None:
+    broker = get_broker_redis()
+    lost = [turn(f"Lost message {i} about the oak table", message_id=f"l{i}") for i in range(3)]
+    # What the BRPOP window leaves behind: a ledger entry whose message no worker will see.
+    ledger.record(broker, str(uuid.uuid4()), lost)
+    result = ledger.sweep(broker, client.emit_many, grace_s=0)
+    assert (result.resent_events, result.settled) == (3, 1)
+    wait_for(lambda: messages() == 3)
+    wait_for(lambda: ledger.pending(broker) == 0)
+    again = ledger.sweep(broker, client.emit_many, grace_s=0)
+    assert (again.checked, again.resent_events) == (0, 0)
+
+
+def test_processed_and_dead_lettered_batches_are_only_settled(
+    db: Any, worker: Any, client: Any
+) -> None:
+    from continuum.store import deadletter
+
+    broker = get_broker_redis()
+    done = turn("Already stored message", message_id="d1")
+    client.emit(done)
+    wait_for(lambda: messages() == 1)
+    ledger.record(broker, "batch-done", [done])
+    deadletter.record_now(task_name="continuum.ingest_events", task_id="batch-dead",
+                          payload={}, reason="max_deliveries_exceeded")  # fmt: skip
+    ledger.record(broker, "batch-dead", [turn("poison", message_id="p1")])
+    sent: list[Any] = []
+    result = ledger.sweep(broker, sent.extend, grace_s=0)
+    assert sent == [] and result.settled == 2
+
+
+def test_sweep_waits_while_the_queue_has_a_backlog(db: Any) -> None:
+    broker = get_broker_redis()
+    ledger.record(broker, "batch-x", [turn("queued message", message_id="q1")])
+    backlog = "test-backlog"  # stands in for the events queue, which a live worker drains
+    broker.lpush(backlog, "queued message")
+    try:
+        result = ledger.sweep(broker, lambda _: None, grace_s=0, queue=backlog)
+        assert result.skipped_busy and ledger.pending(broker) == 1
+    finally:
+        broker.delete(backlog)
+        ledger.settle(broker, "batch-x")

@@ -1,0 +1,156 @@
+"""Claims through the real write path: a correction supersedes (three → four grandchildren),
+a repeat reinforces, a less trusted contradiction is quarantined and listed for review, and
+ingest stays exactly-once while doing so."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import select
+
+from continuum.capture.models import Claim, MemoryCandidate
+from continuum.memory.claims import conflicts
+from continuum.memory.writer import WriteContext, store_candidates
+from continuum.pipeline.ingest import ingest_batch
+from continuum.recall.search import SearchFilters, search
+from continuum.store.engine import session_scope
+from continuum.store.models import Memory, MemoryLog, UserTask
+from tests.support.events import T0, turn
+
+
+def _memories(**where: Any) -> list[Memory]:
+    with session_scope() as db:
+        stmt = select(Memory).filter_by(namespace="pearl", **where).order_by(Memory.id)
+        return list(db.scalars(stmt))
+
+
+def _grandchildren() -> list[Memory]:
+    return _memories(key="grandchildren_count")
+
+
+def _log(action: str) -> list[MemoryLog]:
+    with session_scope() as db:
+        return list(db.scalars(select(MemoryLog).where(MemoryLog.action == action)))
+
+
+def test_correction_supersedes_and_only_the_new_value_is_recalled(db: Any) -> None:
+    ingest_batch(
+        [
+            turn("I have three grandchildren.", message_id="m1", at=0),
+            turn("Actually, four grandchildren, not three.", message_id="m2", at=20),
+        ]
+    )
+    old, new = _grandchildren()
+    assert (old.claim_value, old.status, old.superseded_by) == ("3", "superseded", new.id)
+    assert (new.claim_value, new.status) == ("4", "active")
+    active = search("pearl", "how many grandchildren", sources=("memory",))
+    assert [hit.id for hit in active] == [new.id]
+    assert [(e.memory_id, e.details["superseded_by"]) for e in _log("supersede")] == [
+        (old.id, new.id)
+    ]
+    # Redelivery of the same turns changes nothing (exactly-once effect).
+    ingest_batch([turn("Actually, four grandchildren, not three.", message_id="m2", at=20)])
+    assert [(m.status, m.corroboration) for m in _grandchildren()] == [
+        ("superseded", 1),
+        ("active", 1),
+    ]
+
+
+def test_correction_in_one_batch_and_across_batches_agree(db: Any) -> None:
+    ingest_batch([turn("I have three grandchildren.", message_id="m1", at=0)])
+    ingest_batch([turn("Actually, four grandchildren, not three.", message_id="m2", at=20)])
+    assert [(m.claim_value, m.status) for m in _grandchildren()] == [
+        ("3", "superseded"),
+        ("4", "active"),
+    ]
+
+
+def test_late_backfill_of_an_older_value_does_not_override_the_newer(db: Any) -> None:
+    ingest_batch([turn("Actually, four grandchildren, not three.", message_id="m2", at=20)])
+    ingest_batch([turn("I have three grandchildren.", message_id="m1", at=0)])
+    by_value = {m.claim_value: m for m in _grandchildren()}
+    assert by_value["4"].status == "active"
+    assert (by_value["3"].status, by_value["3"].superseded_by) == ("superseded", by_value["4"].id)
+
+
+def test_repeat_reinforces_instead_of_duplicating(db: Any) -> None:
+    ingest_batch([turn("I have four grandchildren.", message_id="m1", at=0)])
+    ingest_batch([turn("I have four grandchildren.", message_id="m9", session_id="tg-2", at=900)])
+    kept, repeat = _grandchildren()
+    assert (kept.status, kept.corroboration) == ("active", 2)
+    assert kept.confidence > repeat.confidence
+    assert kept.details["last_confirmed"] == (T0 + timedelta(seconds=900)).isoformat()
+    assert kept.source_message_ids == ["m1", "m9"]
+    assert (repeat.status, repeat.superseded_by) == ("merged", kept.id)
+    assert [e.memory_id for e in _log("reinforce")] == [kept.id]
+
+
+def _fact(value: str, provenance: str, source: str, scope: str = "global", **claim: Any) -> Any:
+    return MemoryCandidate(
+        kind="fact",
+        key="home_location",
+        content=f"User lives in {value}",
+        importance=7,
+        confidence=0.8,
+        provenance=provenance,  # type: ignore[arg-type]
+        claim=Claim(subject="user", predicate="home_location", value=value, scope=scope, **claim),  # type: ignore[arg-type]
+        source_message_ids=[source],
+    )
+
+
+def _store(*candidates: MemoryCandidate, at: float = 0, session: str = "s1") -> list[int]:
+    ctx = WriteContext("pearl", session, "jason", "voice", T0 + timedelta(seconds=at))
+    with session_scope() as db:
+        return store_candidates(db, [(ctx, c) for c in candidates])
+
+
+def test_less_trusted_contradiction_is_quarantined_and_listed(db: Any) -> None:
+    [trusted] = _store(_fact("Leeds", "user_explicit", "m1"))
+    [doubtful] = _store(_fact("York", "tool_output", "web-1"), at=60)
+    statuses = {m.id: m.status for m in _memories()}
+    assert statuses == {trusted: "active", doubtful: "quarantined"}
+    with session_scope() as dbs:
+        found = conflicts(dbs, "pearl")
+    assert [(c.quarantined_id, c.active_id) for c in found] == [(doubtful, trusted)]
+    # Equal or higher trust applies the newer value.
+    [confirmed] = _store(_fact("York", "user_explicit", "m3"), at=120)
+    statuses = {m.id: m.status for m in _memories()}
+    assert statuses == {trusted: "superseded", doubtful: "quarantined", confirmed: "active"}
+
+
+def test_windows_and_scopes_limit_what_supersedes(db: Any) -> None:
+    [home] = _store(_fact("Leeds", "user_explicit", "m1"))
+    window = {"valid_from": T0, "valid_until": T0 + timedelta(days=3650)}
+    [trip] = _store(_fact("Paris", "user_explicit", "m2", scope="temporal", **window), at=10)
+    expired = {"valid_from": T0, "valid_until": T0 + timedelta(minutes=1)}
+    [old_trip] = _store(_fact("Rome", "user_explicit", "m3", scope="temporal", **expired), at=20)
+    [session] = _store(_fact("Oslo", "user_explicit", "m4", scope="session"), at=30)
+    statuses = {m.id: m.status for m in _memories()}
+    assert statuses == dict.fromkeys((home, trip, old_trip, session), "active")
+    [later_session] = _store(
+        _fact("Bergen", "user_explicit", "m5", scope="session"), at=40, session="s1"
+    )
+    assert {m.id: m.status for m in _memories()}[session] == "superseded"
+    assert {m.id: m.status for m in _memories()}[later_session] == "active"
+
+
+def test_reminders_become_tasks_once(db: Any) -> None:
+    ingest_batch([turn("Please remind me to call the pharmacy tomorrow.", message_id="m1")])
+    ingest_batch([turn("Please remind me to call the pharmacy tomorrow.", message_id="m1")])
+    ingest_batch([turn("Please remind me to call the pharmacy tomorrow.", message_id="m7", at=50)])
+    with session_scope() as dbs:
+        tasks = list(dbs.scalars(select(UserTask)))
+    assert len(tasks) == 1
+    assert tasks[0].title.startswith("Remind user to call the pharmacy")
+    assert tasks[0].description == "tomorrow" and tasks[0].created_channel == "voice"
+    assert any(tag.startswith("memory:") for tag in tasks[0].tags)
+
+
+def test_private_and_user_scoping_of_search_untouched(db: Any) -> None:
+    ingest_batch([turn("I have three grandchildren.", message_id="m1", user_id="ann")])
+    ingest_batch([turn("I have four grandchildren.", message_id="m2", user_id="bob", at=5)])
+    # Different users' claims never supersede each other.
+    assert [m.status for m in _grandchildren()] == ["active", "active"]
+    hits = search("pearl", "grandchildren", filters=SearchFilters(user_id="ann"))
+    assert {h.content for h in hits if h.source == "memory"} == {"User has 3 grandchildren"}

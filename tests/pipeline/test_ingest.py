@@ -1,0 +1,115 @@
+"""The events stage against real Postgres: idempotent, scoped, dead-letters bad input."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import func, select, text
+
+from continuum.pipeline.ingest import ingest_batch
+from continuum.recall.queries import day_messages, list_sessions, recent_messages, search_messages
+from continuum.store.engine import session_scope
+from continuum.store.models import DeadLetter, Message, Session
+from tests.support.events import T0, session_end, turn
+
+
+def count(model: Any, **where: Any) -> int:
+    with session_scope() as db:
+        stmt = select(func.count()).select_from(model).filter_by(**where)
+        return int(db.scalar(stmt) or 0)
+
+
+def test_turns_are_persisted_and_searchable_at_once(db: Any) -> None:
+    result = ingest_batch(
+        [
+            turn("Let's go with Hoffmann Landscaping for the garden.", message_id="m1"),
+            turn("Good choice, starting December 2nd.", role="assistant", message_id="m2", at=5),
+        ]
+    )
+    assert (result.processed, result.messages_inserted, result.invalid) == (2, 2, 0)
+    hits = search_messages("pearl", "landscaping garden")
+    assert [hit.message_id for hit in hits] == ["m1"]
+    assert hits[0].created_at == T0  # event time, never ingest time
+    session = list_sessions("pearl")[0]
+    assert (session.message_count, session.channel, session.status) == (2, "voice", "active")
+
+
+def test_same_event_twice_is_one_row(db: Any) -> None:
+    event = turn("I prefer short emails.", message_id="m1")
+    ingest_batch([event])
+    again = ingest_batch([event, event])
+    assert (again.duplicates, again.messages_inserted) == (2, 0)
+    assert count(Message) == 1
+    assert list_sessions("pearl")[0].message_count == 1
+
+
+def test_same_message_under_new_event_ids_is_one_row(db: Any) -> None:
+    # A runtime that resends a turn after a timeout generates a fresh event id.
+    ingest_batch([turn("Volume at 75%, please.", message_id="m7")])
+    result = ingest_batch([turn("Volume at 75%, please.", message_id="m7")])
+    assert (result.processed, result.messages_inserted) == (1, 0)
+    assert count(Message) == 1
+    assert list_sessions("pearl")[0].message_count == 1
+
+
+def test_invalid_events_are_dead_lettered_and_the_rest_lands(db: Any) -> None:
+    good = turn("My daughter Emma lives in Lyon.", message_id="good")
+    result = ingest_batch([good, {"kind": "turn", "namespace": "pearl"}, "garbage", 17])
+    assert (result.processed, result.invalid) == (1, 3)
+    assert count(Message) == 1
+    with session_scope() as session:
+        letters = list(session.scalars(select(DeadLetter).order_by(DeadLetter.id)))
+    assert [letter.reason for letter in letters] == ["invalid_event"] * 3
+    assert "session_id" in (letters[0].error or "") and letters[0].namespace == "pearl"
+    assert letters[1].payload == "'garbage'"
+
+
+def test_a_payload_that_is_not_a_list_is_dead_lettered_whole(db: Any) -> None:
+    result = ingest_batch("not a batch")  # type: ignore[arg-type]
+    assert (result.received, result.processed, result.invalid) == (1, 0, 1)
+    assert count(DeadLetter, reason="invalid_batch") == 1
+
+
+def test_session_end_marks_the_session_ended(db: Any) -> None:
+    ingest_batch([turn("hello there, let's plan the garden", message_id="m1")])
+    ingest_batch([session_end(at=90)])
+    session = list_sessions("pearl")[0]
+    assert session.status == "ended"
+    assert session.end_reason == "client_disconnected"
+    assert (session.ended_at - session.started_at).total_seconds() == 90
+
+
+def test_out_of_order_delivery_keeps_event_time_order(db: Any) -> None:
+    ingest_batch([turn("second thing we said", message_id="b", at=10)])
+    ingest_batch([turn("first thing we said", message_id="a", at=0)])
+    assert [hit.message_id for hit in recent_messages("pearl")] == ["a", "b"]
+    session = list_sessions("pearl")[0]
+    assert session.started_at == T0
+    assert (session.last_activity_at - T0).total_seconds() == 10
+
+
+def test_every_query_is_scoped_to_its_tenant(db: Any) -> None:
+    # Same session and message ids in two tenants: two rows, never mixed.
+    ingest_batch([turn("The launch code word is marmalade.", namespace="pearl", message_id="m1")])
+    ingest_batch(
+        [turn("The launch code word is marmalade.", namespace="entrepreneur", message_id="m1")]
+    )
+    assert count(Message) == 2
+    for namespace in ("pearl", "entrepreneur"):
+        assert {hit.namespace for hit in search_messages(namespace, "marmalade")} == {namespace}
+        assert {hit.namespace for hit in recent_messages(namespace)} == {namespace}
+        assert {hit.namespace for hit in day_messages(namespace, T0.date())} == {namespace}
+        assert [s.namespace for s in list_sessions(namespace)] == [namespace]
+    assert search_messages("stranger", "marmalade") == []
+    with session_scope() as session:
+        assert session.scalar(select(func.count()).select_from(Session)) == 2
+
+
+def test_privacy_mode_persists_no_raw_turn(db: Any, settings_env: Any) -> None:
+    settings_env(privacy_mode=True)
+    result = ingest_batch([turn("My PIN is 4417, don't tell anyone.", message_id="m1")])
+    assert result.processed == 1 and result.messages_inserted == 0
+    with session_scope() as session:
+        stored = session.execute(text("SELECT count(*) FROM messages WHERE content LIKE '%4417%'"))
+        assert stored.scalar() == 0
+    assert list_sessions("pearl")[0].session_id == "voice-1"

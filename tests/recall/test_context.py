@@ -1,0 +1,307 @@
+"""context(): the block a session starts with, against real Postgres + Redis: exact token
+budgets, determinism, tenant/user/private scoping, exclusion rules, dedupe, packing by value
+density, explain output, the recall log, and topic-shift recall."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from sqlalchemy import select, text
+
+from continuum.capture.models import MemoryCandidate
+from continuum.inference.tokenizer import count_tokens
+from continuum.memory.writer import WriteContext, store_candidates
+from continuum.pipeline.outbox import embed_pending
+from continuum.recall.context import RecallConfig, context, recall_since_topic, render_when
+from continuum.store.engine import session_scope
+from continuum.store.ephemeral import send_handoff
+from continuum.store.models import MemoryLog
+
+NOW = datetime(2026, 11, 24, 9, 30, tzinfo=UTC)  # a Tuesday
+
+
+def remember(
+    content: str,
+    kind: str = "fact",
+    *,
+    importance: int = 6,
+    days_ago: float = 1,
+    namespace: str = "pearl",
+    user_id: str | None = "jason",
+    tags: tuple[str, ...] = (),
+    status: str = "active",
+    private: bool = False,
+    details: dict[str, Any] | None = None,
+    source: str | None = None,
+) -> int:
+    candidate = MemoryCandidate(
+        kind=kind,  # type: ignore[arg-type]
+        content=content,
+        tags=list(tags),
+        importance=importance,
+        confidence=0.8,
+        provenance="user_explicit",
+        source_message_ids=[source or f"src-{abs(hash(content)) % 10**8}"],
+        details=details or {},
+    )
+    ctx = WriteContext(namespace, "s1", user_id, "voice", NOW - timedelta(days=days_ago))
+    with session_scope() as db:
+        (memory_id,) = store_candidates(db, [(ctx, candidate)])
+        db.execute(
+            text("UPDATE memories SET status = :s, private = :p WHERE id = :id"),
+            {"s": status, "p": private, "id": memory_id},
+        )
+    return memory_id
+
+
+def add_task(title: str, status: str = "pending", user_id: str | None = "jason") -> None:
+    with session_scope() as db:
+        db.execute(
+            text(
+                "INSERT INTO tasks (namespace, user_id, title, status, created_at) "
+                "VALUES ('pearl', :u, :t, :s, :c)"
+            ),
+            {"u": user_id, "t": title, "s": status, "c": NOW - timedelta(days=2)},
+        )
+
+
+@pytest.fixture
+def garden(db: Any) -> dict[str, int]:
+    ids = {
+        "decision": remember("Decided to hire Hoffmann Landscaping for the garden.", "decision",
+                             importance=9, days_ago=3),
+        "thread": remember("Waiting for Hoffmann to confirm the drainage price.", "open_thread",
+                           importance=8, tags=("status:open",), days_ago=2),
+        "pref": remember("Prefers the speaker volume at 75%.", "preference", importance=7,
+                         days_ago=20),
+        "fact": remember("Jason has four grandchildren.", importance=6, days_ago=40),
+        "summary": remember("Voice call about the garden: picked Hoffmann, drainage pending.",
+                            "conversation_summary", importance=7, days_ago=3,
+                            details={"channel": "voice", "topics": ["garden"]}),
+        "old": remember("Decided to hire Greenleaf for the garden.", "decision", importance=9,
+                        days_ago=30, status="superseded"),
+        "gone": remember("The garden gate code is 4411.", importance=8, status="forgotten"),
+        "quarantined": remember("Hoffmann went bankrupt.", importance=8, status="quarantined"),
+        "archived": remember("Garden planning call in spring.", "conversation_summary",
+                             status="archived"),
+        "secret": remember("Jason's garden budget is secretly 20k.", importance=9, private=True),
+        "other_user": remember("Maria wants roses in the garden.", importance=9,
+                               user_id="maria"),
+        "other_tenant": remember("The garden of the startup office needs plants.",
+                                 importance=9, namespace="entrepreneur"),
+    }  # fmt: skip
+    add_task("Call Hoffmann about drainage", "in_progress")
+    add_task("Buy garden gloves", "done")
+    add_task("Maria's task", "pending", user_id="maria")
+    embed_pending()
+    return ids
+
+
+def refs(result: Any) -> set[str]:
+    return {item.ref for item in result.items}
+
+
+def test_block_has_sections_dates_and_pinned_items(garden: dict[str, int]) -> None:
+    result = context("pearl", "garden plans", 2000, user_id="jason", channel="discord", now=NOW)
+    for section in ("## Recent conversations", "## Decisions", "## Open threads",
+                    "## Active tasks", "## Preferences", "## Relevant memories"):  # fmt: skip
+        assert section in result.block, section
+    assert "2026-11-21 (Sat, 3 days ago)" in result.block
+    assert "[in_progress] Call Hoffmann about drainage" in result.block
+    assert "Buy garden gloves" not in result.block and "Maria's task" not in result.block
+    assert {f"memory:{garden[k]}" for k in ("decision", "thread", "pref", "summary")} <= refs(
+        result
+    )
+    assert result.block.index("## Recent conversations") < result.block.index("## Decisions")
+
+
+def test_exclusions_and_scoping(garden: dict[str, int]) -> None:
+    result = context("pearl", "garden", 5000, user_id="jason", channel="discord", now=NOW)
+    shown = refs(result)
+    for hidden in ("old", "gone", "quarantined", "archived", "secret", "other_user",
+                   "other_tenant"):  # fmt: skip
+        assert f"memory:{garden[hidden]}" not in shown, hidden
+    for word in ("Greenleaf", "4411", "bankrupt", "20k", "roses", "startup"):
+        assert word not in result.block, word
+
+
+def test_private_only_in_owner_main_context(garden: dict[str, int]) -> None:
+    secret = f"memory:{garden['secret']}"
+    assert secret in refs(context("pearl", "garden budget", 3000, user_id="jason",
+                                  channel="main", now=NOW))  # fmt: skip
+    assert secret not in refs(context("pearl", "garden budget", 3000, user_id="maria",
+                                      channel="main", now=NOW))  # fmt: skip
+    assert secret not in refs(context("pearl", "garden budget", 3000, channel="main", now=NOW))
+    assert secret not in refs(context("pearl", "garden budget", 3000, user_id="jason",
+                                      channel="discord-group", now=NOW))  # fmt: skip
+
+
+def test_other_users_never_appear_and_shared_ones_do(garden: dict[str, int]) -> None:
+    shared = remember("The garden hose is in the shed.", user_id=None)
+    embed_pending()
+    maria = context("pearl", "garden", 5000, user_id="maria", channel="discord", now=NOW)
+    assert f"memory:{garden['other_user']}" in refs(maria)
+    assert f"memory:{shared}" in refs(maria)
+    assert f"memory:{garden['decision']}" not in refs(maria)  # Jason's
+    assert "Call Hoffmann" not in maria.block
+
+
+@pytest.mark.parametrize("budget", [0, 12, 40, 75, 130, 260, 600])
+def test_budget_is_never_exceeded(garden: dict[str, int], budget: int) -> None:
+    result = context("pearl", "garden drainage", budget, user_id="jason", now=NOW)
+    assert result.tokens_used == count_tokens(result.block) <= budget
+    if budget >= 130:
+        assert len(result.items) >= 3  # a real budget is used, not wasted
+    assert sum(item.tokens for item in result.items) <= budget
+
+
+def test_same_data_and_now_give_the_same_block(garden: dict[str, int]) -> None:
+    first = context("pearl", "garden", 300, user_id="jason", channel="voice", now=NOW)
+    second = context("pearl", "garden", 300, user_id="jason", channel="voice", now=NOW)
+    assert first.block == second.block and refs(first) == refs(second)
+    assert first.query_id != second.query_id
+
+
+def test_packing_prefers_value_density(db: Any) -> None:
+    long_one = remember("Decided the garden plan: " + "rows of tulips, " * 14 + "done.",
+                        "decision", importance=9)  # fmt: skip
+    shorts = [remember(f"Decided to plant {plant} in the garden.", "decision", importance=9)
+              for plant in ("basil", "mint", "thyme")]  # fmt: skip
+    embed_pending()
+    # 130 tokens hold the long decision alone (≈127 with header) or the three short ones (≈93).
+    result = context("pearl", "garden planting", 130, user_id="jason", now=NOW)
+    assert {f"memory:{i}" for i in shorts} <= refs(result)
+    assert f"memory:{long_one}" not in refs(result)
+
+
+def test_near_duplicates_are_dropped(db: Any) -> None:
+    a = remember("Decided to hire Hoffmann Landscaping for the garden.", "decision", importance=9)
+    b = remember("decided to hire  Hoffmann landscaping for the garden.", "decision",
+                 importance=8, days_ago=2)  # fmt: skip
+    c = remember("We decided to hire Hoffmann Landscaping for our garden.", "decision",
+                 importance=8, days_ago=2)  # fmt: skip
+    embed_pending()
+    result = context("pearl", "Hoffmann garden", 1000, user_id="jason", explain=True, now=NOW)
+    assert f"memory:{a}" in refs(result)
+    assert not {f"memory:{b}", f"memory:{c}"} & refs(result)
+    reasons = {e.ref: e.reason for e in result.excluded}
+    assert reasons[f"memory:{b}"].startswith("same text as")
+    assert reasons[f"memory:{c}"].startswith("near-duplicate of")
+
+
+def test_explain_and_recall_log(garden: dict[str, int]) -> None:
+    result = context("pearl", "garden Hoffmann decision", 120, user_id="jason",
+                     channel="discord", explain=True, now=NOW)  # fmt: skip
+    assert all(item.why and "score" in item.why for item in result.items)
+    reasons = {e.ref: e.reason for e in result.excluded}
+    assert reasons.get(f"memory:{garden['old']}") == "status superseded"
+    assert "private" in reasons.get(f"memory:{garden['secret']}", "")
+    assert any(r == "over the token budget" for r in reasons.values())
+    assert f"memory:{garden['other_user']}" not in reasons  # no trace of other users
+    with session_scope() as db:
+        log = db.scalars(select(MemoryLog).where(MemoryLog.action == "recall")).one()
+    assert log.details["query_id"] == result.query_id
+    assert log.details["tokens_injected"] == result.tokens_used
+    assert [r["ref"] for r in log.details["results"]] == [i.ref for i in result.items]
+    assert log.details["topic"] == result.topic
+
+
+def test_pending_handoff_goes_first(garden: dict[str, int]) -> None:
+    send_handoff("pearl", "jason", "voice", "discord", "Talking about the garden drainage.")
+    result = context("pearl", "", 60, user_id="jason", channel="discord", now=datetime.now(UTC))
+    assert result.items[0].ref == "handoff"
+    assert "## Pending handoff" in result.block and "from voice to discord" in result.block
+
+
+def test_topic_shift_recall_skips_what_was_injected(garden: dict[str, int]) -> None:
+    first = context("pearl", "garden drainage", 2000, user_id="jason", now=NOW)
+    # learned after the session's first recall
+    volume = remember("Volume should stay at 75% because loud audio hurts Jason's ears.")
+    embed_pending()
+    shift = recall_since_topic("pearl", first.topic, "speaker volume too loud", 2000,
+                               user_id="jason", explain=True, now=NOW)  # fmt: skip
+    assert f"memory:{volume}" in refs(shift)
+    assert not refs(shift) & refs(first)
+    assert "already injected" in {e.reason for e in shift.excluded}
+    same = recall_since_topic("pearl", first.topic, "garden drainage", 500, user_id="jason",
+                              now=NOW)  # fmt: skip
+    assert same.items == []
+
+
+def test_render_when() -> None:
+    assert render_when(NOW - timedelta(days=3), NOW) == "2026-11-21 (Sat, 3 days ago)"
+    assert render_when(NOW, NOW) == "2026-11-24 (Tue, today)"
+    assert render_when(NOW - timedelta(days=1), NOW) == "2026-11-23 (Mon, yesterday)"
+    assert render_when(NOW + timedelta(days=2), NOW) == "2026-11-26 (Thu, in 2 days)"
+    assert RecallConfig().main_channels == {"main", "dm", "direct"}
+
+
+def test_a_memory_tracked_as_a_task_appears_once(db: Any) -> None:
+    # Storing a reminder creates its task (tagged memory:<id>) in the same transaction.
+    memory_id = remember("Remind me to call Hoffmann about the drainage on Friday.", "follow_up",
+                         importance=8)  # fmt: skip
+    result = context("pearl", "Hoffmann drainage", 400, user_id="jason", now=NOW, explain=True)
+    assert [item.section for item in result.items if "Hoffmann" in item.text] == ["Active tasks"]
+    assert any(
+        gone.ref == f"memory:{memory_id}" and gone.reason.startswith("tracked as task:")
+        for gone in result.excluded
+    )
+
+
+def test_importance_and_recency_channels_read_the_users_and_shared_rows(db: Any) -> None:
+    """Each channel reads the user's rows and the shared ones as separate ranges: the best
+    of both win, another user's never count, however many they are."""
+    for i in range(30):  # a crowd of another user's recent, important memories
+        remember(f"Maria note {i} about roses.", importance=10, days_ago=0.5, user_id="maria")
+    mine8 = remember("Jason's passport expires in May.", importance=8, days_ago=2)
+    mine9 = remember("Jason is allergic to penicillin.", importance=9, days_ago=20)
+    remember("Jason moved to Porto long ago.", importance=10, days_ago=40)  # outside 30 days
+    shared = remember("The household wifi password changed.", importance=10, days_ago=5,
+                      user_id=None)  # fmt: skip
+    config = RecallConfig(importance_n=3, recency_n=2)
+    result = context("pearl", "", 4000, user_id="jason", now=NOW, config=config)
+    why = {item.ref: item.why.split("; ") for item in result.items}
+    by_importance = {ref for ref, reasons in why.items() if config_why(config) in reasons}
+    assert by_importance == {f"memory:{m}" for m in (shared, mine9, mine8)}
+    assert {ref for ref, reasons in why.items() if "recent" in reasons} == {
+        f"memory:{mine8}",
+        f"memory:{shared}",
+    }
+    assert not any("Maria" in item.text for item in result.items)
+    everyone = context("pearl", "", 4000, now=NOW, config=config, explain=True)  # no user
+    shown = {i.ref for i in everyone.items} | {e.ref for e in everyone.excluded}
+    maria = {f"memory:{m}" for m in memory_ids("maria")}
+    assert len(shown & maria) == 3  # importance 10 and newest: the importance channel's 3
+
+
+def config_why(config: RecallConfig) -> str:
+    return f"importance ≥ {config.importance_min} within {config.importance_days} days"
+
+
+def memory_ids(user_id: str) -> list[int]:
+    with session_scope() as db:
+        rows = db.execute(text("SELECT id FROM memories WHERE user_id = :u"), {"u": user_id})
+        return [row.id for row in rows]
+
+
+def test_one_settings_round_trip_per_recall(garden: dict[str, int]) -> None:
+    """context() and the searches inside its transaction (the relevance channel, explain's
+    audit) set the search settings once, counted on the real connection."""
+    from sqlalchemy import event
+
+    from continuum.store.engine import get_engine
+
+    statements: list[str] = []
+
+    def record(*args: Any) -> None:
+        statements.append(args[2])
+
+    engine = get_engine()
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        context("pearl", "garden drainage", 800, user_id="jason", now=NOW, explain=True)
+    finally:
+        event.remove(engine, "before_cursor_execute", record)
+    assert sum("set_config" in sql for sql in statements) == 1

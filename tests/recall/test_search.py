@@ -1,0 +1,220 @@
+"""search() on long conversations: time phrases, memories as keys of their source turns,
+neighbouring turns as context, and source message ids on every hit."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from functools import partial
+from typing import Any
+
+import pytest
+from sqlalchemy import text
+
+from continuum.inference.embedding import get_embedder
+from continuum.pipeline.ingest import ingest_batch
+from continuum.pipeline.outbox import embed_pending, reset_embeddings
+from continuum.recall.search import SearchFilters, search
+from continuum.recall.textquery import plan, query_lexemes, table_stats
+from continuum.store.engine import session_scope
+from continuum.sync.views import ensure_views
+from tests.support.events import turn
+
+NOW = datetime(2026, 11, 24, 9, 30, tzinfo=UTC)  # a Tuesday
+
+
+def session(session_id: str, when: datetime, lines: list[tuple[str, str]]) -> None:
+    events = []
+    for i, (role, content) in enumerate(lines):
+        event = turn(content, role=role, session_id=session_id, message_id=f"{session_id}-{i}")
+        event["ts"] = (when + timedelta(minutes=i)).isoformat()
+        events.append(event)
+    ingest_batch(events)
+
+
+def ids(hits: list[Any]) -> list[str]:
+    return [m for hit in hits for m in hit.source_message_ids]
+
+
+def test_time_phrase_finds_the_turn_from_that_time(db: Any) -> None:
+    for weeks in range(6):  # a hike every weekend; only one was last weekend
+        when = datetime(2026, 11, 21, 10, tzinfo=UTC) - timedelta(weeks=weeks)
+        session(f"w{weeks}", when, [("user", f"Went hiking with Sam, trail number {weeks + 3}.")])
+    embed_pending()
+    hits = search("pearl", "where did I go hiking last weekend?", limit=1, now=NOW)
+    assert ids(hits) == ["w0-0"]
+    assert "vector_in_window_rank" in hits[0].parts
+    plain = search("pearl", "where did I go hiking?", limit=6, now=NOW)
+    assert len(plain) == 6  # the phrase boosts, it does not filter
+    explicit = search("pearl", "hiking last weekend", filters=SearchFilters(
+        since=datetime(2026, 11, 1, tzinfo=UTC), until=datetime(2026, 11, 8, tzinfo=UTC)),
+        now=NOW)  # fmt: skip
+    assert ids(explicit) == ["w2-0"]  # explicit filters win over the phrase
+
+
+def test_a_report_said_after_the_window_about_it_counts_as_in_it(db: Any) -> None:
+    """ "Last weekend I went kayaking with Ines", said on Monday, answers "last weekend"
+    asked on Tuesday; the same report a week earlier and plans for the next weekend do not."""
+    monday = datetime(2026, 11, 23, 8, tzinfo=UTC)
+    for weeks, friend in enumerate(("Ines", "Tomasz", "Aiko", "Oren")):
+        said = monday - timedelta(weeks=weeks)
+        session(f"k{weeks}", said, [("user", f"Last weekend I went kayaking with {friend}.")])
+    session("plan", NOW - timedelta(hours=1),  # newest, and about the coming weekend
+            [("user", "This weekend I want to go kayaking with Priya.")])  # fmt: skip
+    embed_pending()
+    hits = search("pearl", "who did I go kayaking with last weekend?", limit=3, now=NOW)
+    assert ids(hits)[0] == "k0-0"
+    assert "vector_in_window_rank" in hits[0].parts
+    assert not any("in_window" in key for hit in hits[1:] for key in hit.parts)
+
+
+@pytest.mark.parametrize("exact_rows", [2000, 1])
+def test_a_window_is_ranked_exactly_unless_it_is_wide(
+    db: Any, monkeypatch: pytest.MonkeyPatch, exact_rows: int
+) -> None:
+    """Few rows in the window: distances computed over them all. More than the limit: the
+    HNSW index ranks them. Either way the same turn comes first."""
+    from continuum.recall import search as recall
+
+    for weeks in range(4):
+        when = datetime(2026, 11, 21, 10, tzinfo=UTC) - timedelta(weeks=weeks)
+        session(f"w{weeks}", when, [("user", f"Baked sourdough bread, loaf number {weeks + 1}."),
+                                    ("user", "Then I cleaned the kitchen.")])  # fmt: skip
+    embed_pending()
+    monkeypatch.setattr(recall, "WINDOW_EXACT_ROWS", exact_rows)
+    used: list[str] = []
+    ranked = recall._ranked
+
+    def spy(db_: Any, source: Any, channel: str, where: str, params: Any) -> Any:
+        used.append(channel)
+        return ranked(db_, source, channel, where, params)
+
+    monkeypatch.setattr(recall, "_ranked", spy)
+    bound = text("SELECT current_setting('hnsw.max_scan_tuples')")
+    with session_scope() as db_session:
+        hits = recall.search_in(db_session, "pearl", "what did I bake last weekend?", limit=1,
+                                now=NOW)  # fmt: skip
+        assert ids(hits) == ["w0-0"] and "vector_in_window_rank" in hits[0].parts
+        assert db_session.execute(bound).scalar() == "20000"  # the bound was for one query
+    assert used.count("vector_window") == 2  # memories and messages
+    fallbacks = used.count("vector") - 2  # beyond the plain vector channel per source
+    assert fallbacks >= 1 if exact_rows == 1 else fallbacks == 0  # the window's 2 turns > 1
+
+
+def test_a_memory_hit_scores_its_source_turn(db: Any) -> None:
+    session("s1", NOW - timedelta(days=3), [
+        ("user", "Morning! Quick thing before the grocery run."),
+        ("user", "Let's go with Hoffmann Landscaping for the garden, their quote is lower."),
+        ("assistant", "Great, noted."),
+    ])  # fmt: skip
+    embed_pending()
+    hits = search("pearl", "which company is doing the landscaping work?", limit=10, now=NOW)
+    source = next(h for h in hits if h.source == "message" and h.source_message_ids == ["s1-1"])
+    assert source.parts["memory_key"] > 0
+    memory = next(h for h in hits if h.source == "memory")
+    assert memory.source_message_ids == ["s1-1"]
+
+
+def test_neighbours_come_from_the_same_session(db: Any) -> None:
+    session("s1", NOW - timedelta(days=2), [
+        ("user", "What was the name of the vet?"),
+        ("assistant", "Dr. Okafor at the Elm Street clinic."),
+        ("user", "Thanks, book the cat's checkup there."),
+    ])  # fmt: skip
+    session("s2", NOW - timedelta(days=2, minutes=-2), [("user", "Unrelated other session.")])
+    embed_pending()
+    hits = search("pearl", "Okafor Elm Street clinic", limit=1, sources=("message",),
+                  neighbours=1, now=NOW)  # fmt: skip
+    assert ids(hits) == ["s1-1"]
+    assert [n["message_id"] for n in hits[0].neighbours] == ["s1-0", "s1-2"]
+    assert hits[0].as_dict()["neighbours"][0]["role"] == "user"
+
+
+def test_reembedding_keeps_half_precision_vectors_and_their_index(db: Any) -> None:
+    session("r1", NOW - timedelta(days=3), [("user", "The boiler pressure gauge reads 0.4 bar.")])
+    embed_pending()
+    cleared = reset_embeddings()
+    assert cleared["messages"] >= 1
+    unembedded = search("pearl", "boiler pressure", limit=1, now=NOW)
+    assert "vector_rank" not in unembedded[0].parts  # found by its words alone meanwhile
+    embed_pending()
+    hit = search("pearl", "heating pressure", limit=1, now=NOW)[0]
+    assert ids([hit]) == ["r1-0"] and "vector_rank" in hit.parts
+    with session_scope() as conn:
+        kinds = conn.execute(
+            text(
+                "SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
+                "WHERE attname = 'embedding' AND attrelid IN ('memories'::regclass, "
+                "'messages'::regclass)"
+            )
+        ).scalars()
+        assert set(kinds) == {"halfvec(384)"}
+        indexes = conn.execute(
+            text("SELECT indexdef FROM pg_indexes WHERE indexname LIKE '%\\_embedding'")
+        ).scalars()
+        assert (
+            sorted(i.split(" USING ")[1] for i in indexes)
+            == ["hnsw (embedding halfvec_cosine_ops)"] * 2
+        )
+
+
+@pytest.mark.parametrize("dim", [384, 256])
+def test_reembedding_works_beside_the_views_of_synced_instances(
+    db: Any, settings_env: Any, dim: int
+) -> None:
+    """A synced instance has a view over every column of `messages`; a model change (a new
+    dimension) must retype the column without losing the view."""
+    with session_scope() as conn:
+        ensure_views(conn, ["pearl"])
+    session("v1", NOW - timedelta(days=1), [("user", "The boiler pressure gauge reads 0.4 bar.")])
+    settings_env(embedding_provider="none", embedding_dim=dim)
+    get_embedder.cache_clear()
+    reset_embeddings()
+    with session_scope() as conn:
+        column = conn.scalar(
+            text(
+                "SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
+                "WHERE attname = 'embedding' AND attrelid = 'messages_pearl'::regclass"
+            )
+        )
+        assert column == f"halfvec({dim})"
+        assert conn.scalar(text("SELECT count(*) FROM messages_pearl")) == 1
+    settings_env(embedding_provider=None, embedding_dim=None)
+    get_embedder.cache_clear()
+    reset_embeddings()  # back to the model's own dimension for the tests after
+
+
+def test_text_channel_is_bounded_by_analyzed_statistics(
+    db: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lines = [("user", f"Weekly standup notes, item {i}: nothing blocking.") for i in range(300)]
+    lines[137] = ("user", "Standup notes: the Zanzibar ferry tickets are booked.")
+    session("big", NOW - timedelta(days=1), lines)
+    with session_scope() as conn:
+        conn.execute(text("ANALYZE messages"))
+    table_stats.clear()
+    with session_scope() as conn:
+        stats = table_stats.get(conn, "messages")
+        lexemes = query_lexemes(conn, "standup zanzibar")
+    assert stats.lexeme_freqs["standup"] == pytest.approx(1.0)
+    assert stats.expected_rows("pearl", ("standup",)) == pytest.approx(300, rel=0.05)
+    assert plan(lexemes, stats, "pearl", budget=50) == "'zanzibar'"  # the everyday word is out
+    monkeypatch.setattr("continuum.recall.search.plan", partial(plan, budget=50))
+    hits = search("pearl", "standup zanzibar", limit=3, now=NOW, sources=("message",))
+    assert ids(hits)[0] == "big-137"
+    assert all("text_rank" not in h.parts for h in hits[1:])  # only the rare word's row matched
+
+
+def test_rankings_are_planned_with_their_query_values(db: Any) -> None:
+    """A generic plan (Postgres may pick one once psycopg prepares a statement it has run
+    a few times) cannot see the tsquery or the vector: every search plans with them, for
+    its own transaction only."""
+    from continuum.recall.search import search_in
+
+    session("p1", NOW, [("user", "The garden drainage quote came in at 900 euros.")])
+    show = text("SELECT current_setting('plan_cache_mode')")
+    with session_scope() as db_session:
+        for _ in range(7):  # past psycopg's prepare threshold
+            assert ids(search_in(db_session, "pearl", "garden drainage quote")) == ["p1-0"]
+        assert db_session.execute(show).scalar() == "force_custom_plan"
+    with session_scope() as db_session:
+        assert db_session.execute(show).scalar() == "auto"
