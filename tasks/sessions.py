@@ -3,6 +3,7 @@ narrative file appends (narrative queue, single consumer)."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import asdict
 from datetime import datetime
 from typing import Any
@@ -16,19 +17,31 @@ from tasks.embed import schedule_embedding
 from workers.app import app
 from workers.base import ReliableTask
 
-WAIT_STEP_S = 2.0
+WAIT_STEP_S = 2.0  # how often a session end looks again for the turns it announced
 
 
 @app.task(name=FINISH_SESSION, base=ReliableTask, bind=True)
 def finish_session_task(
-    self: ReliableTask, payload: dict[str, Any], waited_s: float = 0.0
+    self: ReliableTask,
+    payload: dict[str, Any],
+    waited_s: float = 0.0,
+    waiting_since: float | None = None,
 ) -> dict[str, Any]:
     end = parse_event(payload)
     assert isinstance(end, SessionEndEvent)
+    now = time.time()
+    if waiting_since is not None:  # messages published before it existed carry waited_s only
+        waited_s = now - waiting_since
     result = finish_session(end, waited_s=waited_s)
-    if result.status == "waiting":  # announced turns still in flight: bounded wait
+    if result.status == "waiting":
+        # The wait is bounded by CONTINUUM_SESSION_END_WAIT_S of wall-clock time (checked by
+        # finish_session), not by the task's retry budget, which is kept for faults (Celery
+        # reads max_retries=None as "the task's default", hence one more than so far).
         raise self.retry(
-            args=[payload], kwargs={"waited_s": waited_s + WAIT_STEP_S}, countdown=WAIT_STEP_S
+            args=[payload],
+            kwargs={"waiting_since": now - waited_s},
+            countdown=WAIT_STEP_S,
+            max_retries=self.request.retries + 1,
         )
     if result.narrative:
         send(NARRATIVE_APPEND, result.narrative)

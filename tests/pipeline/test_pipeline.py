@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 from typing import Any
 
@@ -11,7 +12,7 @@ from sqlalchemy import func, select
 from continuum.contract.events import EventError
 from continuum.recall.queries import list_sessions, search_messages
 from continuum.store.engine import session_scope
-from continuum.store.models import DeadLetter, Message, ProcessedEvent
+from continuum.store.models import DeadLetter, Memory, Message, ProcessedEvent, Session
 from continuum.store.redis_client import get_redis
 from tests.support.events import session_end, turn
 from tests.support.wait import wait_for
@@ -118,3 +119,35 @@ def test_a_message_that_keeps_killing_workers_is_dead_lettered(
     assert letter.reason == "max_deliveries_exceeded"
     assert letter.attempts == get_settings().max_deliveries
     assert get_redis().get(f"{key}:attempts") is None  # never ran again
+
+
+def test_session_end_waits_its_whole_window_for_late_turns(
+    db: Any, worker: Any, client: Any, settings_env: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The wait is CONTINUUM_SESSION_END_WAIT_S of real time, however many looks it takes:
+    a turn that arrives after more looks than the task's retry budget (20) is still summed up."""
+    import tasks.sessions
+
+    monkeypatch.setattr(tasks.sessions, "WAIT_STEP_S", 0.05)  # 20 looks take ~1 s
+    settings_env(session_end_wait_s=30)
+    client.emit_many([turn("We'll paint the fence green.", message_id="m1"),
+                      turn("And the gate too.", message_id="m2", at=5)])  # fmt: skip
+    client.emit({**session_end(at=40), "message_count": 3})
+    time.sleep(2.5)  # > 40 looks
+    assert rows(DeadLetter) == 0
+    with session_scope() as db_session:
+        details = db_session.scalars(select(Session.details)).one()
+        assert "finished" not in details  # still waiting for the third turn
+    client.emit(turn("Green it is, for both.", message_id="m3", role="assistant", at=30))
+    wait_for(lambda: summary_of("voice-1") is not None)
+    assert sorted(summary_of("voice-1") or []) == ["m1", "m2", "m3"]
+    assert rows(DeadLetter) == 0
+
+
+def summary_of(session_id: str) -> list[str] | None:
+    with session_scope() as db:
+        return db.scalar(
+            select(Memory.source_message_ids).where(
+                Memory.session_id == session_id, Memory.kind == "conversation_summary"
+            )
+        )
