@@ -48,7 +48,7 @@ TRIGGER = "maintenance"
 
 @dataclass(frozen=True)
 class MaintenanceConfig:
-    """Thresholds of a run (CONTINUUM_MAINTENANCE_* settings once wired in config)."""
+    """Thresholds of a run (these defaults; callers such as tests and the benchmark pass others)."""
 
     duplicate_similarity: float = 0.95
     half_life_days: float = 90.0

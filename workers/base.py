@@ -42,14 +42,13 @@ def is_transient(exc: BaseException) -> bool:
 
 
 def backoff_seconds(retries: int, cap: float) -> float:
-    """Exponential backoff with full jitter: 1, 2, 4 ... seconds, capped."""
+    """Exponential backoff with jitter: a random 50–100 % of 1, 2, 4 ... seconds, capped."""
     return random.uniform(0.5, 1.0) * min(cap, 2.0**retries)
 
 
 class ReliableTask(Task):
-    abstract = True
-    acks_late = True
-    reject_on_worker_lost = True
+    """Base of every task (late acks and reject-on-lost come from the app configuration)."""
+
     max_retries = 20
 
     def _deliveries(self, task_id: str) -> int:

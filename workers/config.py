@@ -1,4 +1,4 @@
-"""Celery configuration built from `continuum.config` (DESIGN.md, "Delivery guarantees")."""
+"""Celery configuration built from `continuum.config` (docs/design.md, "Delivery guarantees")."""
 
 from __future__ import annotations
 

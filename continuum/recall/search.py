@@ -97,7 +97,8 @@ def where_sql(
     source: str, filters: SearchFilters, params: dict[str, Any], *, owners: bool = True
 ) -> str:
     """The WHERE clause scoping `source` rows to the namespace, user, privacy, status and
-    filters (R16); fills `params`. Every read of memories or messages goes through it.
+    filters (R16); fills `params`. Search's rankings and the context block's memory channels
+    build their scope with it.
     `owners=False` leaves out the user scope for a caller that ORs `owner_clauses` itself."""
     clauses = ["namespace = :ns"]
     if filters.user_id:
