@@ -1,4 +1,4 @@
-"""User preferences (R7, R12): the active `preference` memories, read as key → value.
+"""User preferences (R7): the active `preference` memories, read as key → value.
 
 A preference is a memory of kind `preference` with a key and a claim value, so a newer value
 supersedes the older one like any claim (R24). Its category is the one it was set with, or

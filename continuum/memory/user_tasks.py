@@ -1,4 +1,4 @@
-"""The user's tasks (R8, R13): create, complete, change status, list the active ones.
+"""The user's tasks (R8): create, complete, change status, list the active ones.
 
 Tasks live in Postgres per tenant, so every channel (voice, Discord, CLI...) sees the same
 list. Reminders and commitments captured from conversation become tasks as they are stored

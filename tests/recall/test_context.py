@@ -118,8 +118,18 @@ def test_block_has_sections_dates_and_pinned_items(garden: dict[str, int]) -> No
 
 
 def test_exclusions_and_scoping(garden: dict[str, int]) -> None:
-    result = context("pearl", "garden", 5000, user_id="jason", channel="discord", now=NOW)
+    result = context(
+        "pearl", "garden", 5000, user_id="jason", channel="discord", now=NOW, explain=True
+    )
     shown = refs(result)
+    visible = {f"memory:{garden[k]}" for k in ("decision", "thread", "pref", "fact", "summary")}
+    assert visible <= shown  # the block is not empty: what may be shown is shown
+    assert {gone.ref: gone.reason for gone in result.excluded} == {
+        f"memory:{garden['old']}": "status superseded",
+        f"memory:{garden['gone']}": "status forgotten",
+        f"memory:{garden['archived']}": "status archived",
+        f"memory:{garden['secret']}": "private: shown only in the owner's main context",
+    }
     for hidden in ("old", "gone", "quarantined", "archived", "secret", "other_user",
                    "other_tenant"):  # fmt: skip
         assert f"memory:{garden[hidden]}" not in shown, hidden
