@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVarTuple
 
-from sqlalchemy import ARRAY, ColumnElement, Select, Text, cast, func, literal, select
+from sqlalchemy import ARRAY, ColumnElement, Select, Text, cast, func, literal, or_, select
 
 from continuum.recall.queries import MessageHit, full_text, message_hits
 from continuum.store.engine import session_scope
@@ -97,14 +97,16 @@ def messages(
 
 
 def memories(namespaces: Sequence[str], filters: MemoryFilters, window: Window) -> list[Memory]:
-    """Memories, newest first (best full-text match first when `query` is given)."""
+    """Memories, newest first (best full-text match first when `query` is given). A user sees
+    their own memories and the namespace's shared ones (no user), as search does."""
     equal = {
         Memory.kind: filters.kind,
         Memory.status: filters.status,
         Memory.session_id: filters.session_id,
-        Memory.user_id: filters.user_id,
     }
     stmt = _scoped(select(Memory), Memory.namespace, namespaces, Memory.created_at, window, equal)
+    if filters.user_id is not None:
+        stmt = stmt.where(or_(Memory.user_id == filters.user_id, Memory.user_id.is_(None)))
     if not filters.include_private:
         stmt = stmt.where(Memory.private.is_(False))
     if filters.min_importance is not None:

@@ -125,13 +125,14 @@ def list_sessions(namespace: str, *, limit: int = 20) -> list[Session]:
 
 
 def recent_memories(namespace: str, *, limit: int = 20) -> list[Memory]:
-    """Active memories, oldest first (as they were captured)."""
+    """The newest `limit` active memories, listed oldest first (in the order captured)."""
     with session_scope() as db:
-        return list(
+        newest = list(
             db.scalars(
                 select(Memory)
                 .where(Memory.namespace == namespace, Memory.status == "active")
-                .order_by(Memory.created_at, Memory.id)
+                .order_by(Memory.created_at.desc(), Memory.id.desc())
                 .limit(limit)
             )
         )
+    return newest[::-1]

@@ -283,3 +283,20 @@ def test_memory_tools_and_preferences(api: TestClient) -> None:
     assert [(p["key"], p["value"]) for p in prefs] == [("coffee", "black")]
     assert api.get("/v1/preferences/Coffee?user_id=jason", headers=headers).status_code == 200
     assert api.get("/v1/preferences/tea", headers=headers).status_code == 404
+
+
+def test_a_users_memories_include_the_shared_ones_as_search_does(api: TestClient) -> None:
+    from sqlalchemy import select, update
+
+    from continuum.store.engine import session_scope
+    from continuum.store.models import Memory
+
+    seed("pearl", sessions=1, turns=2)  # two memories of jason's
+    with session_scope() as db:
+        first = db.scalars(select(Memory.id).order_by(Memory.id)).first()
+        db.execute(update(Memory).where(Memory.id == first).values(user_id=None))
+    headers = bearer("pearl")
+    jason = api.get("/v1/memories?user_id=jason", headers=headers).json()["items"]
+    assert len(jason) == 2 and first in {item["id"] for item in jason}
+    maria = api.get("/v1/memories?user_id=maria", headers=headers).json()["items"]
+    assert [item["id"] for item in maria] == [first]  # the shared one, not jason's
