@@ -15,7 +15,7 @@ from typing import Annotated, Literal
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-NAMESPACE_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
+NAMESPACE_PATTERN = re.compile(r"[a-z0-9][a-z0-9_.-]{0,63}")
 SERVERS_FILE = "servers.json"
 
 
@@ -146,7 +146,7 @@ class Settings(BaseSettings):
 
     def check_namespace(self, namespace: str) -> None:
         """Raise ValueError unless `namespace` is a valid, allowed tenant name."""
-        if not NAMESPACE_PATTERN.match(namespace):
+        if not NAMESPACE_PATTERN.fullmatch(namespace):
             raise ValueError(
                 f"invalid namespace {namespace!r}: use 1-64 of a-z 0-9 _ . - starting alphanumeric"
             )

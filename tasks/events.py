@@ -17,8 +17,15 @@ from workers.app import app
 from workers.base import ReliableTask
 
 
-@app.task(name=INGEST_EVENTS, base=ReliableTask, bind=True)
-def ingest_events(self: ReliableTask, payloads: list[Any]) -> dict[str, Any]:
+class IngestTask(ReliableTask):
+    """Ingest keeps its batch's ledger entry fresh while it waits to retry."""
+
+    def on_retry(self, exc: Exception, task_id: str, args: Any, kwargs: Any, einfo: Any) -> None:
+        ledger.touch(get_broker_redis(), task_id)
+
+
+@app.task(name=INGEST_EVENTS, base=IngestTask, bind=True)
+def ingest_events(self: IngestTask, payloads: list[Any]) -> dict[str, Any]:
     result = ingest_batch(payloads, task_id=self.request.id)
     ledger.settle(get_broker_redis(), self.request.id)
     if result.messages_inserted or result.memories_stored:

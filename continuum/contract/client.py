@@ -15,10 +15,11 @@ from typing import Any
 import redis
 from celery import Celery
 from kombu.exceptions import OperationalError
+from pydantic import BaseModel
 
 from continuum.config import get_settings
 from continuum.contract import ledger
-from continuum.contract.events import Event, event_payload, parse_events
+from continuum.contract.events import Event, EventError, event_payload, parse_events
 from continuum.contract.queues import INGEST_EVENTS, queue_for
 from continuum.store.redis_client import get_redis
 
@@ -61,8 +62,10 @@ class MemoryClient:
 
     def emit_many(self, events: Iterable[Event | Mapping[str, Any]]) -> list[str]:
         """Validate a batch and enqueue it as one task message; returns the event ids."""
+        if isinstance(events, Mapping | str | bytes) or not isinstance(events, Iterable):
+            raise EventError([("events", f"must be a list of events, got {type(events).__name__}")])
         parsed = parse_events(
-            item if isinstance(item, Mapping) else event_payload(item) for item in events
+            event_payload(item) if isinstance(item, BaseModel) else item for item in events
         )
         payloads = [event_payload(event) for event in parsed]
         if not payloads:

@@ -3,13 +3,18 @@
 
 from __future__ import annotations
 
+import math
+import re
 import uuid
 from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     AwareDatetime,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     TypeAdapter,
@@ -22,7 +27,48 @@ from continuum.config import get_settings
 
 SCHEMA_VERSION = 1
 EVENT_KINDS = ("turn", "idle", "pre_compaction", "session_end")
-Identifier = Annotated[str, Field(min_length=1, max_length=200)]
+# Accepted event times: from the Unix epoch to a day ahead of the receiver's clock. Postgres
+# stores years up to 294276 and BC dates, Python's datetime neither, so one such row would
+# break every read of its tenant.
+EARLIEST_TS = datetime(1970, 1, 1, tzinfo=UTC)
+MAX_CLOCK_AHEAD = timedelta(days=1)
+MAX_NESTING = 32  # levels of objects/arrays inside an event (metadata, message lists)
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_UNSTORABLE = re.compile(r"[\x00\ud800-\udfff]")  # NUL and unpaired UTF-16 surrogates
+
+
+def _plain_identifier(value: str) -> str:
+    """Identifiers end up in keys, file lines and log lines: no control characters, no
+    surrounding whitespace."""
+    if _CONTROL.search(value):
+        raise ValueError("must not contain control characters (newlines, tabs, NUL)")
+    if value != value.strip():
+        raise ValueError("must not start or end with whitespace")
+    return value
+
+
+def _not_a_number(value: Any) -> Any:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        raise ValueError("must be an ISO-8601 string with a timezone, not a number")
+    return value
+
+
+def in_time_window(value: datetime) -> bool:
+    """Whether an (aware) time is one an event or a transcript line may carry."""
+    return EARLIEST_TS <= value <= datetime.now(UTC) + MAX_CLOCK_AHEAD
+
+
+def _in_window(value: datetime) -> datetime:
+    if not in_time_window(value):
+        raise ValueError(
+            f"{value.isoformat()} is outside the accepted window "
+            f"{EARLIEST_TS:%Y-%m-%d} .. now + {MAX_CLOCK_AHEAD.days} day"
+        )
+    return value
+
+
+Identifier = Annotated[str, Field(min_length=1, max_length=200), AfterValidator(_plain_identifier)]
+Timestamp = Annotated[AwareDatetime, BeforeValidator(_not_a_number), AfterValidator(_in_window)]
 
 
 class EventError(ValueError):
@@ -45,9 +91,9 @@ class EventBase(BaseModel):
     event_id: uuid.UUID = Field(default_factory=uuid.uuid4)
     namespace: str
     session_id: Identifier
-    channel: Annotated[str, Field(min_length=1, max_length=64)]
-    user_id: Annotated[str, Field(min_length=1, max_length=200)] | None = None
-    ts: AwareDatetime
+    channel: Annotated[Identifier, Field(max_length=64)]
+    user_id: Identifier | None = None
+    ts: Timestamp
 
     @field_validator("namespace")
     @classmethod
@@ -63,7 +109,7 @@ class ChatMessage(BaseModel):
 
     role: Literal["user", "assistant", "system", "tool", "developer"]
     content: str | list[Any] | None = None
-    ts: AwareDatetime | None = None
+    ts: Timestamp | None = None
     message_id: Identifier | None = None
 
 
@@ -97,7 +143,7 @@ class TurnEvent(EventBase):
 class IdleEvent(EventBase):
     kind: Literal["idle"] = "idle"
     idle_ms: Annotated[int, Field(ge=0)]
-    last_activity_at: AwareDatetime
+    last_activity_at: Timestamp
 
 
 class PreCompactionEvent(EventBase):
@@ -110,7 +156,7 @@ class PreCompactionEvent(EventBase):
 
 class SessionEndEvent(EventBase):
     kind: Literal["session_end"] = "session_end"
-    ended_at: AwareDatetime
+    ended_at: Timestamp
     reason: Annotated[str, Field(max_length=200)] | None = None
     duration_s: Annotated[float, Field(ge=0)] | None = None
     connected: bool = True
@@ -141,10 +187,41 @@ def _field_errors(exc: ValidationError) -> list[tuple[str, str]]:
     return errors
 
 
+def _unstorable(data: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """Values no store can keep, by field path: NUL characters and unpaired surrogates in any
+    text or field name (Postgres refuses them, and one would fail its whole batch), numbers
+    that are not finite, and nesting deeper than MAX_NESTING. Walks without recursion."""
+    errors: list[tuple[str, str]] = []
+    stack: list[tuple[str, Any, int]] = [("", data, 0)]
+    while stack:
+        path, value, depth = stack.pop()
+        if isinstance(value, str):
+            if _UNSTORABLE.search(value):
+                errors.append((path, "contains a NUL character or an unpaired surrogate"))
+        elif isinstance(value, float) and not math.isfinite(value):
+            errors.append((path, f"must be a finite number, got {value}"))
+        elif isinstance(value, Mapping | list | tuple):
+            if depth >= MAX_NESTING:
+                errors.append((path, f"is nested deeper than {MAX_NESTING} levels"))
+                continue
+            items = value.items() if isinstance(value, Mapping) else enumerate(value)
+            for key, item in items:
+                name = str(key)
+                bad_name = bool(_UNSTORABLE.search(name))
+                child = ".".join(filter(None, (path, ascii(name) if bad_name else name)))
+                if bad_name:
+                    errors.append((child, "the field name contains a NUL or an unpaired surrogate"))
+                stack.append((child, item, depth + 1))
+    return sorted(errors)
+
+
 def parse_event(data: Mapping[str, Any] | Any, index: int | None = None) -> Event:
     """Validate one event (a mapping with a `kind`); raise EventError naming each bad field."""
     if not isinstance(data, Mapping):
         raise EventError([("event", f"must be a JSON object, got {type(data).__name__}")], index)
+    unstorable = _unstorable(data)
+    if unstorable:
+        raise EventError(unstorable, index)
     kind = data.get("kind")
     if kind not in EVENT_KINDS:
         raise EventError(

@@ -34,6 +34,12 @@ def record(client: SyncRedis, batch_id: str, payloads: list[dict[str, Any]]) -> 
     pipe.execute()
 
 
+def touch(client: SyncRedis, batch_id: str) -> None:
+    """A worker still holds the batch (it is waiting to retry): restart its grace period, so
+    the sweep never publishes a second copy of a batch that is retrying."""
+    client.zadd(INDEX, {batch_id: time.time()}, xx=True)
+
+
 def settle(client: SyncRedis, batch_id: str) -> None:
     pipe = client.pipeline(transaction=True)
     pipe.hdel(ENTRIES, batch_id)

@@ -16,6 +16,7 @@ from typing import Any
 
 from sqlalchemy import func, select, update
 from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.exc import DataError
 from sqlalchemy.orm import Session as DbSession
 
 from continuum.capture import detect_key_moments, extract_entities, topic_slug
@@ -55,6 +56,14 @@ class IngestResult:
     memories_stored: int = 0
     new_turns: list[tuple[str, str]] = field(default_factory=list)  # (namespace, session_id)
     finish: list[dict[str, Any]] = field(default_factory=list)  # session_end payloads
+
+    def merge(self, other: IngestResult) -> None:
+        """Add what `other` (a part of the same batch) did."""
+        for name in ("received", "processed", "duplicates", "invalid", "messages_inserted",
+                     "sessions_ended", "memories_stored"):  # fmt: skip
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.new_turns += other.new_turns
+        self.finish += other.finish
 
 
 def _validate(payloads: Sequence[Any], db: DbSession, task_id: str | None) -> list[Event]:
@@ -261,7 +270,35 @@ def _record_ephemeral(
 
 
 def ingest_batch(payloads: Sequence[Any], task_id: str | None = None) -> IngestResult:
-    """Validate and persist a batch of raw event payloads in one transaction."""
+    """Validate and persist a batch of raw event payloads in one transaction. If Postgres
+    refuses a value of the batch (a `DataError`: something validation let through), each
+    event is written in its own transaction and only the refused ones are dead-lettered, so
+    one event never takes its batch down."""
+    try:
+        return _ingest(payloads, task_id)
+    except DataError:
+        if not isinstance(payloads, list | tuple):
+            raise
+    result = IngestResult()
+    for payload in payloads:
+        try:
+            one = _ingest([payload], task_id)
+        except DataError as exc:
+            one = IngestResult(received=1, invalid=1)
+            namespace = payload.get("namespace") if isinstance(payload, dict) else None
+            deadletter.record_now(
+                task_name=INGEST_EVENTS,
+                task_id=task_id,
+                payload=payload,
+                reason="unstorable_event",
+                error=str(exc.orig or exc),
+                namespace=namespace if isinstance(namespace, str) else None,
+            )
+        result.merge(one)
+    return result
+
+
+def _ingest(payloads: Sequence[Any], task_id: str | None) -> IngestResult:
     with session_scope() as db:
         if not isinstance(payloads, list | tuple):
             deadletter.record(

@@ -9,6 +9,7 @@ from sqlalchemy.orm import Session
 
 from continuum.store.engine import session_scope
 from continuum.store.models import DeadLetter
+from continuum.store.storable import escape_text, escaped_json
 
 
 def record(
@@ -22,16 +23,17 @@ def record(
     attempts: int = 1,
     namespace: str | None = None,
 ) -> None:
-    """Add one dead letter inside the caller's transaction."""
+    """Add one dead letter inside the caller's transaction; the payload is kept as sent,
+    with only what `jsonb` cannot hold escaped (`escaped_json`)."""
     db.execute(
         insert(DeadLetter).values(
             task_name=task_name,
             task_id=task_id,
-            payload=payload,
+            payload=escaped_json(payload),
             reason=reason,
-            error=error,
+            error=escape_text(error) if error else error,
             attempts=attempts,
-            namespace=namespace,
+            namespace=escape_text(namespace) if namespace else namespace,
         )
     )
 

@@ -5,13 +5,34 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any
 
-from sqlalchemy import Engine, create_engine
+import psycopg
+from psycopg.types.datetime import TimestamptzLoader
+from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.orm import Session, sessionmaker
 
 from continuum.config import get_settings
 
 _engines: dict[tuple[int, str], Engine] = {}
+
+
+class ClampedTimestamptzLoader(TimestamptzLoader):
+    """Postgres stores years past 9999 and before 1 AD; Python's datetime holds neither, so
+    one such row would make every read that returns it fail. It reads as the nearest
+    datetime Python has instead (events outside the accepted window are refused at the door;
+    this guards rows written before that, or by hand)."""
+
+    def load(self, data: Any) -> datetime:
+        try:
+            return super().load(data)
+        except psycopg.DataError:
+            return (datetime.min if b"BC" in bytes(data) else datetime.max).replace(tzinfo=UTC)
+
+
+def _clamp_timestamps(connection: Any, _record: Any) -> None:
+    connection.adapters.register_loader("timestamptz", ClampedTimestamptzLoader)
 
 
 def get_engine(url: str | None = None) -> Engine:
@@ -21,6 +42,7 @@ def get_engine(url: str | None = None) -> Engine:
     engine = _engines.get(key)
     if engine is None:
         engine = create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=5)
+        event.listen(engine, "connect", _clamp_timestamps)
         _engines[key] = engine
     return engine
 

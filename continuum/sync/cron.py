@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session as DbSession
 from continuum.recall import browse
 from continuum.recall.browse import Window
 from continuum.store.models import CronReport as CronReportRow
-from continuum.sync.clean import clean_text
+from continuum.store.storable import clean_text
 from continuum.transcripts import CronReport
 
 

@@ -21,7 +21,7 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session as DbSession
 
 from continuum.store.models import TranscriptCursor
-from continuum.sync.clean import clean_json
+from continuum.store.storable import clean_json
 from continuum.transcripts import SessionContext
 
 HEAD_BYTES = 4096

@@ -21,7 +21,7 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session as DbSession
 
 from continuum.store.models import Session
-from continuum.sync.clean import clean_json, clean_text, json_text
+from continuum.store.storable import clean_json, clean_text, json_text
 from continuum.transcripts import Compaction, TranscriptMessage
 
 STAGE = "continuum_sync_stage"

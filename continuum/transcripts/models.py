@@ -9,6 +9,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from continuum.contract.events import in_time_window
+
 Role = Literal["user", "assistant"]
 ErrorKind = Literal[
     "malformed_json",
@@ -21,26 +23,28 @@ ErrorKind = Literal[
 
 
 def parse_timestamp(value: object) -> datetime | None:
-    """An ISO-8601 string (`Z` allowed) as tz-aware UTC; naive values are taken as UTC."""
+    """An ISO-8601 string (`Z` allowed) as tz-aware UTC; naive values are taken as UTC.
+    None for anything else, and for times outside the accepted window of events."""
     if not isinstance(value, str) or not value:
         return None
     try:
         parsed = datetime.fromisoformat(value)
-    except ValueError:
+        parsed = parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
+    except (ValueError, OverflowError):
         return None
-    if parsed.tzinfo is None:
-        return parsed.replace(tzinfo=UTC)
-    return parsed.astimezone(UTC)
+    return parsed if in_time_window(parsed) else None
 
 
 def from_millis(value: object) -> datetime | None:
-    """Unix milliseconds as tz-aware UTC (booleans and non-numbers give None)."""
+    """Unix milliseconds as tz-aware UTC (booleans, non-numbers and times outside the
+    accepted window give None)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     try:
-        return datetime.fromtimestamp(value / 1000, tz=UTC)
+        parsed = datetime.fromtimestamp(value / 1000, tz=UTC)
     except (OverflowError, OSError, ValueError):
         return None
+    return parsed if in_time_window(parsed) else None
 
 
 class _Frozen(BaseModel):

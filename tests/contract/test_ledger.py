@@ -3,9 +3,11 @@ the broker and a worker is published again; processed or dead-lettered ones neve
 
 from __future__ import annotations
 
+import time
 import uuid
 from typing import Any
 
+import pytest
 from sqlalchemy import func, select
 
 from continuum.contract import ledger
@@ -71,3 +73,34 @@ def test_sweep_waits_while_the_queue_has_a_backlog(db: Any) -> None:
     finally:
         broker.delete(backlog)
         ledger.settle(broker, "batch-x")
+
+
+def test_a_batch_waiting_to_retry_is_never_resent(
+    db: Any, worker: Any, client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A retry renews the batch's ledger time, so the sweep leaves it to its worker."""
+    import tasks.events
+    from workers.base import TransientError
+
+    broker = get_broker_redis()
+    real = tasks.events.ingest_batch
+    attempts: list[float] = []
+
+    def flaky(payloads: Any, task_id: str | None = None) -> Any:
+        attempts.append(time.time())
+        if len(attempts) == 1:
+            time.sleep(1.0)  # the batch ages in the ledger meanwhile
+            raise TransientError("database restarting")
+        return real(payloads, task_id)
+
+    monkeypatch.setattr(tasks.events, "ingest_batch", flaky)
+    earlier = set(broker.zrange(ledger.INDEX, 0, -1))
+    client.emit_many([turn("Retried message about the oak table", message_id="r1")])
+    (batch_id,) = set(broker.zrange(ledger.INDEX, 0, -1)) - earlier
+    recorded = float(broker.zscore(ledger.INDEX, batch_id) or 0)
+    wait_for(lambda: float(broker.zscore(ledger.INDEX, batch_id) or 0) > recorded + 0.9)
+    sent: list[Any] = []
+    assert ledger.sweep(broker, sent.extend, grace_s=0.5).resent_events == 0 and sent == []
+    wait_for(lambda: messages() == 1)
+    wait_for(lambda: broker.zscore(ledger.INDEX, batch_id) is None)  # settled
+    assert len(attempts) == 2

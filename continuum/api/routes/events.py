@@ -67,6 +67,10 @@ async def post_events(
         body = json.loads(await request.body())
     except ValueError as exc:
         raise field_error(["body"], f"not valid JSON: {exc}", status.HTTP_400_BAD_REQUEST) from None
+    except RecursionError:
+        raise field_error(
+            ["body"], "nested too deeply to read", status.HTTP_400_BAD_REQUEST
+        ) from None
     batch = isinstance(body, list)
     items = body if batch else [body]
     _scope_events(items, token, batch)

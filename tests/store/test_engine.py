@@ -1,0 +1,56 @@
+"""Engine handling: a stored row never breaks a tenant's reads."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import text
+
+from continuum.api import create_app
+from continuum.api.tokens import create_token
+from continuum.recall.queries import list_sessions, recent_messages
+from continuum.recall.search import search
+from continuum.store.engine import session_scope
+
+
+@pytest.mark.parametrize(
+    ("stored", "read_as"),
+    [
+        ("10000-01-01 00:59:59+00", datetime.max.replace(tzinfo=UTC)),
+        ("0001-12-31 23:00:00+00 BC", datetime.min.replace(tzinfo=UTC)),
+    ],
+)
+def test_a_time_python_cannot_hold_does_not_poison_reads(
+    db: Any, stored: str, read_as: datetime
+) -> None:
+    """Such rows came in through events before times were checked (year 10000 in UTC from
+    '9999-12-31T23:59:59-01:00', BC from '0001-01-01T00:00:00+01:00')."""
+    with session_scope() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO sessions (namespace, session_id, channel, started_at, "
+                "last_activity_at) VALUES ('pearl', 's1', 'voice', CAST(:at AS timestamptz), "
+                "CAST(:at AS timestamptz))"
+            ),
+            {"at": stored},
+        )
+        conn.execute(
+            text(
+                "INSERT INTO messages (namespace, session_id, message_id, role, content, "
+                "channel, created_at) VALUES ('pearl', 's1', 'm1', 'user', "
+                "'The boiler pressure is low.', 'voice', CAST(:at AS timestamptz))"
+            ),
+            {"at": stored},
+        )
+    assert [m.created_at for m in recent_messages("pearl")] == [read_as]
+    assert [s.started_at for s in list_sessions("pearl")] == [read_as]
+    assert [hit.source_message_ids for hit in search("pearl", "boiler pressure")] == [["m1"]]
+    token, _ = create_token(["pearl"])
+    with TestClient(create_app()) as api:
+        headers = {"Authorization": f"Bearer {token}"}
+        for path in ("/v1/messages", "/v1/sessions", "/v1/search?q=boiler"):
+            response = api.get(path, headers=headers)
+            assert response.status_code == 200, (path, response.text)
