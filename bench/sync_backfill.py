@@ -31,6 +31,8 @@ from typing import Any
 
 from bench.common import Options, Section, bench_servers
 
+CORPUS_KINDS = ("openclaw_jsonl",)  # the generated corpus holds OpenClaw JSONL files only
+
 _VOCABULARY = (
     "postgres redis celery worker queue memory session transcript sync cursor offset "
     "backfill deadline launch pricing landing page logo wordmark dashboard dark mode "
@@ -135,7 +137,7 @@ def _parsed_rows(home: Path) -> list[list[tuple[Any, ...]]]:
     from continuum.transcripts import discover, parser_for, read_complete_lines
 
     sessions = []
-    for source in discover(None, home, False, False).sources:
+    for source in discover(None, home, CORPUS_KINDS).sources:
         parser = parser_for(source)
         result = parser.feed(read_complete_lines(source.path))
         facts = session_facts(
@@ -216,9 +218,7 @@ def measure(sessions: int = 900, messages: int = 170, row_budget_s: float = 20.0
         started = time.perf_counter()
         home = generate_corpus(work, sessions, messages)
         console.print(f"corpus: {sessions} sessions in {time.perf_counter() - started:.1f}s")
-        summary = sync(
-            home, backfill=True, feed_capture=False, include_claude=False, include_codex=False
-        )
+        summary = sync(home, backfill=True, feed_capture=False, kinds=CORPUS_KINDS)
         parse_started = time.perf_counter()
         parsed = _parsed_rows(home)
         parse_seconds = time.perf_counter() - parse_started

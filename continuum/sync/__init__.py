@@ -1,6 +1,7 @@
 """Transcript sync (R70–R77): every runtime's transcripts into Postgres, losing nothing.
 
-`sync()` discovers OpenClaw instances, Claude Code and Codex sessions, reads each source
+`sync()` discovers the sources of every enabled transcript format (OpenClaw instances,
+Claude Code and Codex sessions: `continuum.transcripts.formats`), reads each source
 from its stored cursor, bulk-writes new messages, session rows and cron reports in one
 transaction per batch, keeps per-instance views, and feeds capture with what is new.
 """

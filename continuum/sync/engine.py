@@ -13,7 +13,7 @@ import re
 import sqlite3
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,11 +29,10 @@ from continuum.store.redis_client import get_redis
 from continuum.sync import cursors, feed
 from continuum.sync.sources import (
     DEFAULT_BATCH_LINES,
+    READERS,
     Options,
     Outcome,
     SourceReport,
-    sync_jsonl,
-    sync_store,
 )
 from continuum.sync.summary import SyncProgress, SyncSummary
 from continuum.sync.views import ensure_views
@@ -43,6 +42,8 @@ from continuum.transcripts import (
     TranscriptSource,
     TranscriptVanished,
     discover,
+    enabled_kinds,
+    format_of,
 )
 
 log = logging.getLogger(__name__)
@@ -90,7 +91,7 @@ def _read_source(
 ) -> tuple[SourceReport, _Problem | None]:
     """Sync one source (in a worker thread); input problems are returned, never raised."""
     report = SourceReport()
-    handler = sync_store if source.kind == "openclaw_sqlite" else sync_jsonl
+    handler = READERS[format_of(source.kind).reader]
     for attempt in range(1, DEADLOCK_ATTEMPTS + 1):
         try:
             handler(options, source, namespace, known, report)
@@ -193,8 +194,7 @@ def sync(
     backfill: bool = False,
     progress: ProgressCallback | None = None,
     feed_capture: bool = True,
-    include_claude: bool | None = None,
-    include_codex: bool | None = None,
+    kinds: Collection[str] | None = None,
     max_line_bytes: int | None = None,
     batch_lines: int = DEFAULT_BATCH_LINES,
     time_budget_s: float | None = None,
@@ -206,10 +206,12 @@ def sync(
     `roots` overrides the OpenClaw instance directories (default `home/.openclaw*`);
     `instance` limits the run to one namespace; `backfill` ignores stored cursors and
     re-reads every source from the start (idempotent: only missing rows are added);
-    `feed_capture` sends new messages to capture in chunks; `time_budget_s` stops between
+    `feed_capture` sends new messages to capture in chunks; `kinds` are the transcript
+    formats to read (`TranscriptSource.kind`s); `time_budget_s` stops between
     sources once spent (`incomplete=True`, the next run continues); `workers` sources
     are read at once, each on its own connection. Arguments left None take their
-    `CONTINUUM_SYNC_*` setting, so beat and `continuum sync` read the same sources.
+    `CONTINUUM_SYNC_*` settings (`kinds`: the formats they switch on, `enabled_kinds`),
+    so beat and `continuum sync` read the same sources.
     """
     started = time.monotonic()
     settings = get_settings()
@@ -223,8 +225,7 @@ def sync(
         found = discover(
             settings.sync_roots if roots is None else roots,
             home or settings.sync_home or Path.home(),
-            settings.sync_include_claude if include_claude is None else include_claude,
-            settings.sync_include_codex if include_codex is None else include_codex,
+            enabled_kinds(settings) if kinds is None else kinds,
         )
         sources = _select(engine.summary, found, instance)
         deadline = None if time_budget_s is None else started + time_budget_s

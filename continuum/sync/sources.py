@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,25 +31,20 @@ from continuum.sync.writer import (
     upsert_session,
 )
 from continuum.transcripts import (
-    OpenClawParser,
     ParseError,
     ParseResult,
     SessionContext,
     TranscriptSource,
+    format_of,
     load_sessions_index,
     parser_for,
     read_complete_lines,
 )
+from continuum.transcripts.formats import Reader
 from continuum.transcripts.lines import DEFAULT_MAX_LINE_BYTES
 from continuum.transcripts.openclaw_sqlite import parse_events, read_events, session_heads
 
 DEFAULT_BATCH_LINES = 5_000
-SOURCE_LABELS = {
-    "openclaw_jsonl": "openclaw",
-    "openclaw_sqlite": "openclaw",
-    "claude_code": "claude-code",
-    "codex": "codex",
-}
 
 
 @dataclass
@@ -88,7 +84,7 @@ class Options:
 def session_facts(
     source: TranscriptSource, namespace: str, context: SessionContext, channel: str | None
 ) -> SessionFacts:
-    label = f"cron:{context.cron.slug}" if context.cron else SOURCE_LABELS[source.kind]
+    label = f"cron:{context.cron.slug}" if context.cron else format_of(source.kind).label
     details = {"cwd": context.cwd, "agent_id": source.agent_id}
     return SessionFacts(
         namespace=namespace,
@@ -245,7 +241,9 @@ class _StoreSession:
                 events = read_events(self.source.path, self.session_id, after, options.batch_lines)
                 if not events:
                     return
-                parser = OpenClawParser(context or SessionContext(session_id=self.session_id))
+                parser = parser_for(
+                    self.source, context or SessionContext(session_id=self.session_id)
+                )
                 result = parse_events(parser, events)
                 outcome = apply_batch(
                     db, self.source, self.namespace, self.channel, result, parser.context
@@ -258,3 +256,8 @@ class _StoreSession:
             fresh = False
             if cursor.seq >= self.head:
                 return
+
+
+ReadSource = Callable[[Options, TranscriptSource, str, Cursor | None, SourceReport], None]
+# How each reader of `continuum.transcripts.formats` syncs a source.
+READERS: dict[Reader, ReadSource] = {"jsonl": sync_jsonl, "openclaw_store": sync_store}

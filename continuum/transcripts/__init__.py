@@ -1,17 +1,19 @@
-"""Transcript parsers: OpenClaw (JSONL and SQLite), Claude Code and Codex, plus discovery.
+"""Transcript formats: OpenClaw (JSONL and SQLite), Claude Code and Codex, plus discovery.
 
-Pure Python, no database: sources are found by `discover`, read with `read_complete_lines`
-(or `openclaw_sqlite.read_events`) and turned into normalized records by a parser.
+Pure Python, no database: `formats.FORMATS` lists every format (one module each); sources
+are found by `discover`, read with `read_complete_lines` (or `openclaw_sqlite.read_events`)
+and turned into normalized records by their format's parser (`parser_for`).
 """
 
 from continuum.transcripts.claude_code import ClaudeCodeParser
 from continuum.transcripts.codex import CodexParser
-from continuum.transcripts.discovery import (
-    Discovery,
-    DiscoveryError,
-    TranscriptSource,
+from continuum.transcripts.discovery import Discovery, DiscoveryError, TranscriptSource
+from continuum.transcripts.formats import (
+    FORMATS,
+    Format,
     discover,
-    instance_name,
+    enabled_kinds,
+    format_of,
     parser_for,
 )
 from continuum.transcripts.lines import (
@@ -34,6 +36,7 @@ from continuum.transcripts.openclaw import (
     OpenClawParser,
     SessionIndexEntry,
     clean_user_text,
+    instance_name,
     is_archived,
     load_sessions_index,
     session_id_from_path,
@@ -42,6 +45,7 @@ from continuum.transcripts.openclaw import (
 from continuum.transcripts.openclaw_sqlite import StoredEvent, StoreLayoutError, read_events
 
 __all__ = [
+    "FORMATS",
     "ClaudeCodeParser",
     "CodexParser",
     "Compaction",
@@ -50,6 +54,7 @@ __all__ = [
     "Discovery",
     "DiscoveryError",
     "EntryParser",
+    "Format",
     "Line",
     "LineBatch",
     "OpenClawParser",
@@ -64,6 +69,8 @@ __all__ = [
     "TranscriptVanished",
     "clean_user_text",
     "discover",
+    "enabled_kinds",
+    "format_of",
     "instance_name",
     "is_archived",
     "load_sessions_index",

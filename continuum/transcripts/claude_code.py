@@ -1,13 +1,16 @@
-"""Claude Code transcripts (`~/.claude/projects/<cwd>/<sessionId>.jsonl`)."""
+"""Claude Code transcripts (`~/.claude/projects/<cwd>/<sessionId>.jsonl`): where they are
+and how they are parsed."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
 
+from continuum.transcripts.discovery import Discovery, TranscriptSource
 from continuum.transcripts.lines import BlockSpec, Entry, EntryParser, Line, collect_blocks
 from continuum.transcripts.models import Compaction, ParseResult
 
+KIND = "claude_code"
 BLOCKS = BlockSpec(
     text_types=frozenset({"text"}),
     image_types=frozenset({"image"}),
@@ -22,6 +25,21 @@ BLOCKS = BlockSpec(
 )
 _COMMAND_PREFIXES = ("<command-", "<local-command-")
 _SYNTHETIC_MODEL = "<synthetic>"
+
+
+def discover_sessions(found: Discovery) -> None:
+    """Every session file under `home/.claude/projects` (instance `claude-code`)."""
+    for path in found.files_under(found.home / ".claude" / "projects"):
+        if path.suffix == ".jsonl":
+            found.sources.append(
+                TranscriptSource(
+                    kind=KIND,
+                    instance="claude-code",
+                    agent_id=None,
+                    path=path,
+                    session_id=path.stem,
+                )
+            )
 
 
 class ClaudeCodeParser(EntryParser):

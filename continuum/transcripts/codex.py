@@ -1,12 +1,17 @@
-"""Codex CLI rollouts (`~/.codex/sessions/YYYY/MM/DD/rollout-<ts>-<uuid>.jsonl`)."""
+"""Codex CLI rollouts (`~/.codex/sessions/YYYY/MM/DD/rollout-<ts>-<uuid>.jsonl`): where they
+are and how they are parsed."""
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 
+from continuum.transcripts.discovery import Discovery, TranscriptSource
 from continuum.transcripts.lines import BlockSpec, Entry, EntryParser, Line, collect_blocks
 from continuum.transcripts.models import Compaction, ParseResult, parse_timestamp
 
+KIND = "codex"
+_UUID_TAIL = re.compile(r"[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}$", re.IGNORECASE)
 BLOCKS = BlockSpec(
     text_types=frozenset({"input_text", "output_text"}),
     image_types=frozenset({"input_image"}),
@@ -28,6 +33,22 @@ _INJECTED_PREFIXES = (
     "<INSTRUCTIONS>",
     "# AGENTS.md instructions",
 )
+
+
+def discover_sessions(found: Discovery) -> None:
+    """Every rollout under `home/.codex/sessions` (instance `codex`), named by its uuid."""
+    for path in found.files_under(found.home / ".codex" / "sessions"):
+        if path.name.startswith("rollout-") and path.suffix == ".jsonl":
+            uuid = _UUID_TAIL.search(path.stem)
+            found.sources.append(
+                TranscriptSource(
+                    kind=KIND,
+                    instance="codex",
+                    agent_id=None,
+                    path=path,
+                    session_id=uuid.group(0) if uuid else path.stem,
+                )
+            )
 
 
 class CodexParser(EntryParser):

@@ -1,4 +1,5 @@
-"""OpenClaw transcripts (JSONL v3 entries): message cleaning, cron sessions, sessions.json.
+"""OpenClaw transcripts (JSONL v3 entries under `~/.openclaw*/agents/<id>/sessions/`): where
+they are, message cleaning, cron sessions, sessions.json.
 
 The same entry logic reads JSONL files and SQLite transcript events (`openclaw_sqlite`).
 """
@@ -8,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -15,6 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from continuum.transcripts.discovery import Discovery, TranscriptSource
 from continuum.transcripts.lines import BlockSpec, Entry, EntryParser, Line, collect_blocks
 from continuum.transcripts.models import (
     Compaction,
@@ -24,6 +27,9 @@ from continuum.transcripts.models import (
 )
 
 log = logging.getLogger(__name__)
+
+KIND = "openclaw_jsonl"
+OPENCLAW_DIR = ".openclaw"
 
 BLOCKS = BlockSpec(
     text_types=frozenset({"text"}),
@@ -355,3 +361,57 @@ def topic_id_from_path(path: Path) -> str | None:
     """The Telegram thread id of a `<sessionId>-topic-<threadId>.jsonl` file."""
     topic = _TOPIC.fullmatch(_stem(path))
     return topic.group("topic") if topic else None
+
+
+def instance_name(root: Path) -> str:
+    """`.openclaw` → `default`, `.openclaw-DTeam` → `dteam`; other dirs: their own name."""
+    name = root.name.lower()
+    if name == OPENCLAW_DIR:
+        return "default"
+    if name.startswith(f"{OPENCLAW_DIR}-"):
+        return name.removeprefix(f"{OPENCLAW_DIR}-")
+    return name.lstrip(".") or "default"
+
+
+def agent_dirs(found: Discovery) -> Iterator[tuple[str, Path]]:
+    """(instance, agent directory) of every agent of every OpenClaw instance.
+
+    Instances are `found.roots`, or by default the `home/.openclaw*` directories.
+    """
+    roots = found.roots
+    if roots is None:
+        roots = [
+            path
+            for path in found.children(found.home)
+            if path.is_dir()
+            and (path.name == OPENCLAW_DIR or path.name.startswith(f"{OPENCLAW_DIR}-"))
+        ]
+    for root in roots:
+        instance = instance_name(root)
+        for agent in found.children(root / "agents"):
+            if agent.is_dir():
+                yield instance, agent
+
+
+def discover_files(found: Discovery) -> None:
+    """Every live and archived transcript file of every agent, with its sessions.json channel."""
+    for instance, agent in agent_dirs(found):
+        sessions = agent / "sessions"
+        index = load_sessions_index(sessions)
+        for path in found.children(sessions):
+            if not path.is_file() or not is_transcript_file(path):
+                continue
+            session_id = session_id_from_path(path)
+            entry = index.get(session_id)
+            found.sources.append(
+                TranscriptSource(
+                    kind=KIND,
+                    instance=instance,
+                    agent_id=agent.name,
+                    path=path,
+                    session_id=session_id,
+                    archived=is_archived(path),
+                    topic_id=topic_id_from_path(path),
+                    channel=entry.channel if entry else None,
+                )
+            )

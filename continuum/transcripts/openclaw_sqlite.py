@@ -1,4 +1,5 @@
-"""OpenClaw's SQLite transcript store (`agents/<agentId>/agent/openclaw-agent.sqlite`).
+"""OpenClaw's SQLite transcript store (`agents/<agentId>/agent/openclaw-agent.sqlite`): where
+stores are, and reading their events.
 
 Opened read-only; events are resumed per session by `seq` and parsed with the same entry
 logic as JSONL files (`OpenClawParser.feed_lines`).
@@ -12,10 +13,12 @@ from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from continuum.transcripts.lines import Line, TranscriptVanished
+from continuum.transcripts.discovery import Discovery, TranscriptSource
+from continuum.transcripts.lines import EntryParser, Line, TranscriptVanished
 from continuum.transcripts.models import ParseResult
-from continuum.transcripts.openclaw import OpenClawParser
+from continuum.transcripts.openclaw import agent_dirs
 
+KIND = "openclaw_sqlite"
 STORE_NAME = "openclaw-agent.sqlite"
 TABLE = "transcript_events"
 REQUIRED_COLUMNS = frozenset({"session_id", "seq", "event_json", "created_at"})
@@ -91,8 +94,24 @@ def read_events(
         ]
 
 
-def parse_events(parser: OpenClawParser, events: list[StoredEvent]) -> ParseResult:
+def parse_events(parser: EntryParser, events: list[StoredEvent]) -> ParseResult:
     """Parse stored events; errors carry the event's seq as `line_no`."""
     if parser.context.session_id is None and events:
         parser.context.session_id = events[0].session_id
     return parser.feed_lines(event.as_line() for event in events)
+
+
+def discover_stores(found: Discovery) -> None:
+    """The store of every OpenClaw agent that has one (one source for all its sessions)."""
+    for instance, agent in agent_dirs(found):
+        store = agent / "agent" / STORE_NAME
+        if store.is_file():
+            found.sources.append(
+                TranscriptSource(
+                    kind=KIND,
+                    instance=instance,
+                    agent_id=agent.name,
+                    path=store,
+                    session_id=None,
+                )
+            )

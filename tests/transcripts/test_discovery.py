@@ -7,10 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from continuum.transcripts import discovery
+from continuum.transcripts import discover, discovery, instance_name, parser_for
 from continuum.transcripts.claude_code import ClaudeCodeParser
 from continuum.transcripts.codex import CodexParser
-from continuum.transcripts.discovery import discover, instance_name, parser_for
 from continuum.transcripts.openclaw import OpenClawParser
 
 HOME = Path(__file__).resolve().parents[1] / "fixtures" / "transcripts" / "home"
@@ -84,9 +83,7 @@ def test_instance_names(name: str, instance: str) -> None:
 
 
 def test_explicit_roots_and_optional_sources(tmp_path: Path) -> None:
-    found = discover(
-        [HOME / ".openclaw-entrepreneur"], HOME, include_claude=False, include_codex=False
-    )
+    found = discover([HOME / ".openclaw-entrepreneur"], HOME, ["openclaw_jsonl", "openclaw_sqlite"])
     assert [(s.instance, s.session_id) for s in found.sources] == [
         ("entrepreneur", "a1e2b3c4-d5f6-4789-8abc-def012345678")
     ]

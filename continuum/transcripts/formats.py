@@ -1,0 +1,103 @@
+"""The transcript formats Continuum reads: one row per format, and everything derived from it.
+
+A row gives a format's kind (`TranscriptSource.kind`, also kept in transcript cursors), the
+`source` label its rows get in the database, its parser, the function that finds its sources
+(in the format's module), how sync reads a source, and for an optional format the bool
+`continuum.config.Settings` field that switches it on. Discovery (`discover`), `parser_for`,
+sync's labels and readers, and the include settings (`enabled_kinds`) all come from these
+rows, so adding a format is its module, its row and, if it can be switched off, its setting.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from continuum.config import Settings
+from continuum.transcripts import claude_code, codex, openclaw, openclaw_sqlite
+from continuum.transcripts.claude_code import ClaudeCodeParser
+from continuum.transcripts.codex import CodexParser
+from continuum.transcripts.discovery import Discovery, TranscriptSource
+from continuum.transcripts.lines import EntryParser
+from continuum.transcripts.models import SessionContext
+from continuum.transcripts.openclaw import OpenClawParser
+
+# How sync reads a source: `jsonl`, a file of complete lines resumed by byte offset;
+# `openclaw_store`, an OpenClaw SQLite store whose sessions are each resumed by seq.
+Reader = Literal["jsonl", "openclaw_store"]
+
+
+@dataclass(frozen=True)
+class Format:
+    """One transcript format. `find` appends the format's sources under a `Discovery`;
+    `setting` names the bool `Settings` field that switches it on (None: always read)."""
+
+    kind: str
+    label: str
+    parser: Callable[[SessionContext], EntryParser]
+    find: Callable[[Discovery], None]
+    reader: Reader = "jsonl"
+    setting: str | None = None
+
+
+# In discovery order; sources are sorted by kind and path afterwards either way.
+FORMATS: tuple[Format, ...] = (
+    Format(openclaw.KIND, "openclaw", OpenClawParser, openclaw.discover_files),
+    Format(
+        openclaw_sqlite.KIND,
+        "openclaw",
+        OpenClawParser,
+        openclaw_sqlite.discover_stores,
+        reader="openclaw_store",
+    ),
+    Format(
+        claude_code.KIND,
+        "claude-code",
+        ClaudeCodeParser,
+        claude_code.discover_sessions,
+        setting="sync_include_claude",
+    ),
+    Format(codex.KIND, "codex", CodexParser, codex.discover_sessions, setting="sync_include_codex"),
+)
+
+
+def format_of(kind: str) -> Format:
+    """The row of `kind` (KeyError for a kind no row has)."""
+    for row in FORMATS:
+        if row.kind == kind:
+            return row
+    raise KeyError(f"unknown transcript kind {kind!r}")
+
+
+def enabled_kinds(settings: Settings) -> frozenset[str]:
+    """The kinds to read: every format without a setting, and those whose setting is true."""
+    return frozenset(
+        row.kind for row in FORMATS if row.setting is None or getattr(settings, row.setting)
+    )
+
+
+def parser_for(source: TranscriptSource, context: SessionContext | None = None) -> EntryParser:
+    """A parser for the source's format; a fresh context starts from the source's facts."""
+    context = context or SessionContext(session_id=source.session_id, channel=source.channel)
+    return format_of(source.kind).parser(context)
+
+
+def discover(
+    roots: list[Path] | None, home: Path, kinds: Collection[str] | None = None
+) -> Discovery:
+    """The sources of `kinds` (default: every format) under `home`, sorted by kind, then path.
+
+    `roots` are the OpenClaw instance directories (default `home/.openclaw*`).
+    """
+    if kinds is not None:
+        unknown = set(kinds) - {row.kind for row in FORMATS}
+        if unknown:
+            raise ValueError(f"unknown transcript kinds: {', '.join(sorted(unknown))}")
+    found = Discovery(home, roots)
+    for row in FORMATS:
+        if kinds is None or row.kind in kinds:
+            row.find(found)
+    found.sources.sort(key=lambda source: (source.kind, str(source.path)))
+    return found
