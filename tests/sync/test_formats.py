@@ -57,14 +57,14 @@ def test_a_new_format_is_one_registry_row(
     shutil.copytree(home / ".claude" / "projects", home / ".scratch")
     scratch = Format("scratch", "scratch-runtime", ClaudeCodeParser, find_scratch)
     monkeypatch.setattr(formats, "FORMATS", (*FORMATS, scratch))
-    settings_env(sync_include_claude=False, sync_include_codex=False)
+    settings_env(**{row.setting: False for row in FORMATS if row.setting})  # OpenClaw only
 
     summary = sync(home, feed_capture=False)
     assert summary.files_failed == 0
     assert summary.instances == ["default", "dteam", "entrepreneur", "scratch"]
     messages = rows_by_source(Message)
     assert messages[("scratch", "scratch-runtime")] == 6  # the Claude Code fixture's messages
-    assert not any(ns in ("claude-code", "codex") for ns, _ in messages)
+    assert {ns for ns, _ in messages} == {"default", "dteam", "entrepreneur", "scratch"}
     assert rows_by_source(Session)[("scratch", "scratch-runtime")] == 1
 
     only = sync(home, feed_capture=False, kinds=["scratch"], backfill=True)

@@ -47,7 +47,8 @@ def test_every_discovered_kind_has_a_row_and_every_row_finds_only_its_kind(home:
     by_row = []
     for row in FORMATS:
         own = discover(None, home, [row.kind]).sources
-        assert own and kinds_of(own) == {row.kind}, row.kind
+        assert own, f"no {row.kind} source in the fixture home: add one"
+        assert kinds_of(own) == {row.kind}
         by_row += own
     assert sorted(by_row, key=lambda s: (s.kind, str(s.path))) == everything
     assert len({row.kind for row in FORMATS}) == len(FORMATS)
