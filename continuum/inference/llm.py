@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import logging
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from functools import lru_cache
 from typing import TypeVar
 
@@ -60,14 +62,36 @@ def _extract_json(content: str) -> object:
 
 
 class OpenAICompatibleLLM:
+    """`timeout_s` is a deadline for the whole call (connecting, sending, the answer's last
+    byte), not for each read: an endpoint that drips bytes cannot hold a worker longer."""
+
     def __init__(
         self, base_url: str, model: str, api_key: str | None = None, timeout_s: float = 30.0
     ) -> None:
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.model = model
-        self._client = httpx.Client(
-            base_url=base_url.rstrip("/"), headers=headers, timeout=httpx.Timeout(timeout_s)
+        self.timeout_s = timeout_s
+        self._base_url = base_url.rstrip("/")
+        self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._client = self._new_client()
+        self._calls = ThreadPoolExecutor(max_workers=4, thread_name_prefix="llm")
+
+    def _new_client(self) -> httpx.Client:
+        return httpx.Client(
+            base_url=self._base_url, headers=self._headers, timeout=httpx.Timeout(self.timeout_s)
         )
+
+    def _post(self, body: dict[str, object]) -> httpx.Response:
+        """POST within the deadline. Past it the client is closed, which drops its
+        connections (the abandoned call ends with them), and a fresh one is used next."""
+        call = self._calls.submit(self._client.post, "/chat/completions", json=body)
+        try:
+            return call.result(timeout=self.timeout_s)
+        except FutureTimeout:
+            stale, self._client = self._client, self._new_client()
+            stale.close()
+            raise LLMUnavailable(
+                f"no complete answer within {self.timeout_s:g}s (CONTINUUM_LLM_TIMEOUT_S)"
+            ) from None
 
     def chat_json(self, system: str, user: str, schema: type[T], max_tokens: int = 800) -> T:
         """Ask for one JSON object and validate it against `schema`."""
@@ -83,7 +107,7 @@ class OpenAICompatibleLLM:
             ],
         }  # fmt: skip
         try:
-            response = self._client.post("/chat/completions", json=body)
+            response = self._post(body)
         except httpx.HTTPError as exc:  # timeouts, refused connections, resets
             raise LLMUnavailable(f"LLM endpoint unreachable: {exc!r}") from exc
         if response.status_code == 429 or response.status_code >= 500:
@@ -101,6 +125,7 @@ class OpenAICompatibleLLM:
 
     def close(self) -> None:
         self._client.close()
+        self._calls.shutdown(wait=False)
 
 
 @lru_cache(maxsize=1)

@@ -26,9 +26,14 @@ def workspace(namespace: str) -> Path:
     return get_settings().workspace_dir / namespace
 
 
+def one_line(text: str) -> str:
+    """`text` with every run of whitespace (newlines included) as one space: nothing a
+    producer sends can start a line of its own in a workspace file."""
+    return " ".join(text.split())
+
+
 def activity_line(at: datetime, channel: str, summary: str) -> str:
-    flat = " ".join(summary.split())
-    return f"[{at:%Y-%m-%d %H:%M}] [{channel}] — {flat}\n"
+    return f"[{at:%Y-%m-%d %H:%M}] [{one_line(channel)}] — {one_line(summary)}\n"
 
 
 def append_once(path: Path, entry: str) -> bool:
@@ -60,7 +65,7 @@ def append_daily_note(namespace: str, at: datetime, channel: str, note: str) -> 
     path = workspace(namespace) / "memory" / f"{at:%Y-%m-%d}.md"
     if not path.exists():
         append_once(path, f"# {at:%Y-%m-%d}\n\n")
-    return append_once(path, f"## {at:%H:%M} · {channel}\n\n{note.strip()}\n\n")
+    return append_once(path, f"## {at:%H:%M} · {one_line(channel)}\n\n{note.strip()}\n\n")
 
 
 def record_session(namespace: str, at: datetime, channel: str, line: str, summary: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -55,7 +56,7 @@ def test_good_answer_is_validated(fake: FakeLLM) -> None:
     [
         ("error500", LLMUnavailable, "500"),
         ("error429", LLMUnavailable, "429"),
-        ("slow", LLMUnavailable, "unreachable"),
+        ("slow", LLMUnavailable, "unreachable|no complete answer"),
         ("not_json", LLMBadOutput, "not JSON"),
         ("bad_shape", LLMBadOutput, "not a chat completion"),
     ],
@@ -64,6 +65,20 @@ def test_failures_are_classified(fake: FakeLLM, mode: str, error: type, message:
     fake.mode, fake.delay_s = mode, 2.0
     with pytest.raises(error, match=message):
         llm_for(fake, timeout_s=0.5).chat_json("system", "user", ChunkVerdict)
+
+
+def test_the_timeout_is_a_deadline_for_the_whole_answer(fake: FakeLLM) -> None:
+    """An endpoint that drips one byte at a time never lets a read time out; the call still
+    ends at its deadline."""
+    fake.mode, fake.delay_s = "drip", 0.2
+    fake.answer = {"category": "decision", "importance": 7, "memories": []}
+    llm = llm_for(fake, timeout_s=1.0)
+    started = time.monotonic()
+    with pytest.raises(LLMUnavailable, match="no complete answer within 1s"):
+        llm.chat_json("system", "user", ChunkVerdict)
+    assert time.monotonic() - started < 1.5
+    fake.mode = "good"  # the next call works on a fresh connection
+    assert llm.chat_json("system", "user", ChunkVerdict).importance == 7
 
 
 def test_wrong_schema_is_bad_output(fake: FakeLLM) -> None:

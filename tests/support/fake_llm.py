@@ -18,7 +18,7 @@ class FakeLLM:
     """Set `mode` and `answer`; `requests` records every request body received."""
 
     def __init__(self) -> None:
-        self.mode = "good"  # good | slow | error500 | error429 | not_json | bad_shape
+        self.mode = "good"  # good | slow | drip | error500 | error429 | not_json | bad_shape
         self.answer: dict[str, Any] = {}
         self.delay_s = 0.0
         self.requests: list[dict[str, Any]] = []
@@ -51,6 +51,16 @@ def _handler(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
             fake.requests.append(json.loads(self.rfile.read(length)))
             if fake.mode == "slow":
                 time.sleep(fake.delay_s)
+            if fake.mode == "drip":  # a good answer, one byte every delay_s: no read times out
+                body = json.dumps(fake.completion(json.dumps(fake.answer))).encode()
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                for byte in body:
+                    self.wfile.write(bytes([byte]))
+                    self.wfile.flush()
+                    time.sleep(fake.delay_s)
+                return None
             if fake.mode == "error500":
                 return self._send(500, b'{"error": "boom"}')
             if fake.mode == "error429":
