@@ -16,7 +16,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import select, tuple_
 
 from continuum.contract.queues import EVENTS
 from continuum.store.engine import session_scope
@@ -61,22 +61,24 @@ class SweepResult:
 
 def _unfinished(batch_id: str, payloads: list[Any]) -> list[Any]:
     """The payloads of a batch that no worker has processed or dead-lettered."""
-    ids = {p.get("event_id") for p in payloads if isinstance(p, dict)}
+    keys: dict[tuple[str, uuid.UUID], Any] = {}
+    unkeyed = []  # no valid namespace + event id: a worker will dead-letter them
+    for payload in payloads:
+        if not isinstance(payload, dict):
+            continue
+        try:
+            keys[(str(payload["namespace"]), uuid.UUID(str(payload["event_id"])))] = payload
+        except (KeyError, ValueError):
+            unkeyed.append(payload)
     with session_scope() as db:
         if db.scalar(select(DeadLetter.id).where(DeadLetter.task_id == batch_id).limit(1)):
             return []
-        valid = []
-        for event_id in ids:
-            try:
-                valid.append(uuid.UUID(str(event_id)))
-            except ValueError:
-                continue
-        done = {
-            str(e) for e in db.scalars(
-                select(ProcessedEvent.event_id).where(ProcessedEvent.event_id.in_(valid))
-            )
-        }  # fmt: skip
-    return [p for p in payloads if isinstance(p, dict) and str(p.get("event_id")) not in done]
+        pairs = tuple_(ProcessedEvent.namespace, ProcessedEvent.event_id)
+        query = select(ProcessedEvent.namespace, ProcessedEvent.event_id).where(
+            pairs.in_(list(keys))
+        )
+        done = {(row.namespace, row.event_id) for row in db.execute(query)} if keys else set()
+    return [payload for key, payload in keys.items() if key not in done] + unkeyed
 
 
 def sweep(client: SyncRedis, resend: Any, grace_s: float, queue: str = EVENTS) -> SweepResult:

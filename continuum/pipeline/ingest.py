@@ -86,8 +86,9 @@ def _validate(payloads: Sequence[Any], db: DbSession, task_id: str | None) -> li
 
 
 def _claim_new(db: DbSession, events: list[Event]) -> list[Event]:
-    """Record event ids; return only events never processed before (in batch order)."""
-    unique = {event.event_id: event for event in events}
+    """Record event ids (unique per tenant); return only events never processed before (in
+    batch order)."""
+    unique = {(event.namespace, event.event_id): event for event in events}
     if not unique:
         return []
     rows = [
@@ -101,10 +102,14 @@ def _claim_new(db: DbSession, events: list[Event]) -> list[Event]:
         for event in unique.values()
     ]
     inserted = insert_ignore(
-        db, ProcessedEvent, rows, ["event_id"], returning=[ProcessedEvent.event_id]
+        db,
+        ProcessedEvent,
+        rows,
+        ["namespace", "event_id"],
+        returning=[ProcessedEvent.namespace, ProcessedEvent.event_id],
     )
-    claimed = {row.event_id for row in inserted}
-    return [event for event in unique.values() if event.event_id in claimed]
+    claimed = {(row.namespace, row.event_id) for row in inserted}
+    return [event for key, event in unique.items() if key in claimed]
 
 
 def _activity_at(event: Event) -> datetime:

@@ -205,8 +205,8 @@ class DeadLetter(Base):
 class ProcessedEvent(Base):
     __tablename__ = "processed_events"
 
+    namespace: Mapped[str] = mapped_column(Text, primary_key=True)
     event_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
-    namespace: Mapped[str] = mapped_column(Text)
     kind: Mapped[str] = mapped_column(Text)
     session_id: Mapped[str] = mapped_column(Text)
     ts: Mapped[datetime] = mapped_column(DateTime(timezone=True))

@@ -113,3 +113,18 @@ def test_privacy_mode_persists_no_raw_turn(db: Any, settings_env: Any) -> None:
         stored = session.execute(text("SELECT count(*) FROM messages WHERE content LIKE '%4417%'"))
         assert stored.scalar() == 0
     assert list_sessions("pearl")[0].session_id == "voice-1"
+
+
+def test_event_ids_are_unique_per_tenant(db: Any) -> None:
+    """A tenant reusing another tenant's event id is not taken for a duplicate."""
+    shared = "0f7d3d1e-5a56-4f1e-9b3b-6f1f8c1f2a11"
+    ingest_batch([turn("Pearl's message", namespace="pearl", event_id=shared, message_id="p")])
+    other = ingest_batch(
+        [turn("Another tenant's message", namespace="entrepreneur", event_id=shared,
+              message_id="e")]
+    )  # fmt: skip
+    assert (other.processed, other.duplicates, other.messages_inserted) == (1, 0, 1)
+    assert count(Message) == 2
+    again = ingest_batch([turn("Pearl's message", namespace="pearl", event_id=shared,
+                               message_id="p")])  # fmt: skip
+    assert (again.processed, again.duplicates) == (0, 1)
