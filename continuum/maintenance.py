@@ -19,13 +19,14 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import redis
 from sqlalchemy import select, text
 from sqlalchemy.orm import Session as DbSession
 
-from continuum.capture.models import DIGEST_KINDS, MAX_CONTENT_CHARS, MemoryCandidate, MemoryKind
+from continuum.capture.kinds import MemoryKind, MemoryMdSection, kind_names
+from continuum.capture.models import DIGEST_KINDS, MAX_CONTENT_CHARS, MemoryCandidate
 from continuum.capture.text import clip
 from continuum.memory.claims import (
     CLAIM_COLUMNS,
@@ -58,7 +59,7 @@ class MaintenanceConfig:
     decayed_retention_days: float = 180.0
     summary_archive_days: float = 30.0
     cluster_min_size: int = 8
-    cluster_kinds: tuple[str, ...] = ("context", "wellbeing", "history")
+    cluster_kinds: tuple[str, ...] = kind_names(lambda spec: spec.compressible)
     cluster_max_importance: int = 5
     step_size: int = 500
     memory_md_items: int = 12
@@ -70,12 +71,18 @@ _RECENT = (
     "greatest(created_at, coalesce(last_accessed_at, created_at), "
     "coalesce(CAST(details->>'last_confirmed' AS timestamptz), created_at))"
 )
+# The per-kind rules of the registry, bound as parameters of the queries below.
+KIND_PARAMS = {
+    "decay_kept": list(kind_names(lambda spec: not spec.pruned_when_decayed)),
+    "slow_decay": list(kind_names(lambda spec: spec.slow_decay)),
+    "archived_kinds": list(kind_names(lambda spec: spec.archived_when_old)),
+}
 # Which rows each prune reason removes; planning selects with it, applying re-checks it.
 PRUNE_WHERE = {
     "forgotten": "status = 'forgotten' AND updated_at < :cutoff",
     "superseded": "status IN ('superseded', 'merged') AND updated_at < :cutoff",
-    "decayed": "status = 'active' AND importance <= 1 AND kind NOT IN ('decision', 'preference') "
-    f"AND {_RECENT} < :cutoff",
+    "decayed": "status = 'active' AND importance <= 1 "
+    f"AND kind <> ALL(CAST(:decay_kept AS text[])) AND {_RECENT} < :cutoff",
 }
 _TOPIC = "(SELECT t FROM unnest(tags) AS t WHERE t LIKE 'topic:%' LIMIT 1)"
 _GROUP = f"coalesce('key:' || lower(key), {_TOPIC}, '')"
@@ -243,7 +250,8 @@ def _plan_clusters(
 _DECAY_TARGET = (
     "greatest(1, round(coalesce(CAST(details->>'importance_base' AS int), importance) * "
     f"power(0.5, extract(epoch FROM (CAST(:now AS timestamptz) - {_RECENT})) / 86400.0 / "
-    "CASE WHEN kind = 'decision' THEN :decision_half_life ELSE :half_life END)))"
+    "CASE WHEN kind = ANY(CAST(:slow_decay AS text[])) THEN :decision_half_life "
+    "ELSE :half_life END)))"
 )
 
 
@@ -289,7 +297,7 @@ def plan(
 ) -> list[Action]:
     """The diff a run would apply now: a list of small, JSON-able steps."""
     config = config or MaintenanceConfig()
-    params: dict[str, Any] = {"ns": namespace, "now": now or datetime.now(UTC)}
+    params: dict[str, Any] = {"ns": namespace, "now": now or datetime.now(UTC), **KIND_PARAMS}
     cutoffs = _cutoffs(params["now"], config)
     removed: set[int] = set()
     with session_scope() as db:
@@ -307,7 +315,10 @@ def plan(
                 for ids in _plan_ids(db, cutoff, where, exclude, config.step_size)
             ]
         actions += decay
-        archive = "status = 'active' AND kind = 'conversation_summary' AND created_at < :cutoff"
+        archive = (
+            "status = 'active' AND kind = ANY(CAST(:archived_kinds AS text[])) "
+            "AND created_at < :cutoff"
+        )
         cutoff = {**params, "cutoff": cutoffs["archive"]}
         actions += [
             {"op": "archive", "ids": ids}
@@ -354,7 +365,11 @@ def _prune(db: DbSession, namespace: str, action: Action) -> int:
     """Delete rows for good: their vectors go with them, log entries keep only ids, and a
     forgotten memory's tasks and Redis traces go too."""
     reason = action["reason"]
-    params = {"ids": action["ids"], "cutoff": datetime.fromisoformat(action["cutoff"])}
+    params = {
+        "ids": action["ids"],
+        "cutoff": datetime.fromisoformat(action["cutoff"]),
+        **KIND_PARAMS,
+    }
     ids = db.scalars(
         text(f"SELECT id FROM memories WHERE id = ANY(:ids) AND {PRUNE_WHERE[reason]} FOR UPDATE"),
         params,
@@ -436,12 +451,11 @@ def planned_count(action: Action) -> int:
 
 
 # -- MEMORY.md -----------------------------------------------------------------------
-MD_SECTIONS = (
-    ("Preferences", "kind = 'preference'"),
-    ("Decisions", "kind = 'decision'"),
-    ("Facts", "kind = 'fact'"),
-    ("Open threads and follow-ups", "kind IN ('open_thread', 'follow_up', 'commitment')"),
-)
+def _md_kinds(title: MemoryMdSection) -> tuple[MemoryKind, ...]:
+    return kind_names(lambda spec: spec.memory_md == title)
+
+
+MD_SECTIONS = tuple((title, _md_kinds(title)) for title in get_args(MemoryMdSection))
 
 
 def memory_md_path(namespace: str) -> Path:
@@ -452,14 +466,14 @@ def render_memory_md(db: DbSession, namespace: str, items: int) -> str:
     """The curated narrative file: the most important active, non-private memories."""
     lines = [f"# MEMORY — {namespace}", "", "Distilled by Continuum maintenance; private "
              "memories are never included. Regenerated weekly — edit memories, not this file."]  # fmt: skip
-    for title, where in MD_SECTIONS:
+    for title, kinds in MD_SECTIONS:
         rows = db.execute(
             text(
                 "SELECT content, corroboration, created_at FROM memories WHERE namespace = :ns "
-                f"AND status = 'active' AND NOT private AND {where} "
+                "AND status = 'active' AND NOT private AND kind = ANY(CAST(:kinds AS text[])) "
                 "ORDER BY importance DESC, corroboration DESC, created_at DESC, id LIMIT :n"
             ),
-            {"ns": namespace, "n": items},
+            {"ns": namespace, "n": items, "kinds": list(kinds)},
         ).all()
         lines += ["", f"## {title}", ""]
         lines += [

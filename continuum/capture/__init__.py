@@ -5,11 +5,11 @@ database."""
 from continuum.capture.chunking import chunk_messages
 from continuum.capture.filters import Triage, detect_sentiment, triage
 from continuum.capture.keymoments import detect_key_moments
+from continuum.capture.kinds import MemoryKind
 from continuum.capture.models import (
     CaptureTurn,
     Claim,
     MemoryCandidate,
-    MemoryKind,
     Provenance,
     SessionSummary,
 )

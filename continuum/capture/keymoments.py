@@ -13,12 +13,12 @@ from __future__ import annotations
 import re
 
 from continuum.capture.filters import detect_sentiment, short_signal, triage
+from continuum.capture.kinds import MemoryKind, kind_names
 from continuum.capture.models import (
     MAX_CONTENT_CHARS,
     CaptureTurn,
     Claim,
     MemoryCandidate,
-    MemoryKind,
     Provenance,
 )
 from continuum.capture.rules import (
@@ -44,7 +44,7 @@ _BASE_CONFIDENCE: dict[Provenance, float] = {
     "system": 0.8,
     "inference": 0.6,
 }
-_TIMED_KINDS = frozenset({"follow_up", "commitment", "decision", "open_thread"})
+_TIMED_KINDS = frozenset(kind_names(lambda spec: spec.timed))
 _HEDGE = re.compile(r"\b(?:i think|i guess|probably|i suppose)\b", re.IGNORECASE)
 _CANNOT_ANSWER = re.compile(
     r"\b(?:i don'?t know|i do not know|i'?m not sure|i am not sure|i couldn'?t find|"

@@ -9,31 +9,18 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from continuum.capture.kinds import MemoryKind, kind_names
 from continuum.capture.text import normalize_for_key
 
 Role = Literal["user", "assistant"]
 ContentSource = Literal["user", "tool", "system"]
-MemoryKind = Literal[
-    "decision",
-    "preference",
-    "fact",
-    "commitment",
-    "open_thread",
-    "follow_up",
-    "context",
-    "history",
-    "wellbeing",
-    "session_snapshot",
-    "conversation_summary",
-    "reflection",
-]
 Provenance = Literal["user_explicit", "system", "inference", "tool_output"]
 ClaimScope = Literal["session", "global", "temporal"]
 Sentiment = Literal["positive", "neutral", "frustrated", "urgent"]
 
 MAX_CONTENT_CHARS = 300
 MAX_DIGEST_CHARS = 1200  # session snapshots and summaries carry several items
-DIGEST_KINDS = frozenset({"session_snapshot", "conversation_summary"})
+DIGEST_KINDS = frozenset(kind_names(lambda spec: spec.digest))
 _KEY_PATTERN = r"^[a-z][a-z0-9_]*$"
 
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from continuum.capture.models import MemoryKind
+from continuum.capture.kinds import MemoryKind
 from continuum.capture.text import (
     NUMBER,
     capitalize_first,

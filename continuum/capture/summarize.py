@@ -10,11 +10,11 @@ from typing import NamedTuple
 
 from continuum.capture.filters import Triage, detect_sentiment, triage
 from continuum.capture.keymoments import detect_key_moments
+from continuum.capture.kinds import MemoryKind
 from continuum.capture.models import (
     MAX_DIGEST_CHARS,
     CaptureTurn,
     MemoryCandidate,
-    MemoryKind,
     Sentiment,
     SessionSummary,
 )

@@ -19,14 +19,15 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal, cast
+from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
 
 import redis
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 from sqlalchemy import func, or_, select, update
 from sqlalchemy.orm import Session as DbSession
 
-from continuum.capture.models import MemoryKind, Provenance
+from continuum.capture.kinds import MemoryKind, kind_literal, kind_names
+from continuum.capture.models import Provenance
 from continuum.capture.text import find_time_expression, snake
 from continuum.memory.writer import WriteContext, explicit_candidate, store_memories
 from continuum.store.engine import session_scope
@@ -34,7 +35,10 @@ from continuum.store.ephemeral import notify_memory_changed
 from continuum.store.models import Memory, MemoryLog
 
 log = logging.getLogger(__name__)
-ToolMemoryType = Literal["fact", "preference", "follow_up", "context", "history", "wellbeing"]
+if TYPE_CHECKING:
+    ToolMemoryType = MemoryKind
+else:  # the kinds a model may store through the tools
+    ToolMemoryType = kind_literal(kind_names(lambda spec: spec.tool_storable))
 ToolFormat = Literal["openai", "anthropic"]
 FORGETTABLE = ("active", "quarantined", "superseded", "merged", "archived")
 

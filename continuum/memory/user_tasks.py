@@ -17,13 +17,14 @@ from typing import Any, Literal, get_args
 from sqlalchemy import Text, cast, or_, select, text
 from sqlalchemy.orm import Session as DbSession
 
+from continuum.capture.kinds import kind_names
 from continuum.store.engine import session_scope
 from continuum.store.models import UserTask
 
 TaskStatus = Literal["pending", "in_progress", "blocked", "done", "cancelled"]
 TASK_STATUSES: tuple[str, ...] = get_args(TaskStatus)
 ACTIVE_STATUSES = ("pending", "in_progress", "blocked")
-TASK_KINDS = ("follow_up", "commitment")
+TASK_KINDS = frozenset(kind_names(lambda spec: spec.becomes_task))
 MIN_PREFIX = 4
 
 

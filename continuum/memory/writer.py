@@ -19,13 +19,8 @@ from typing import Any
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session as DbSession
 
-from continuum.capture.models import (
-    MAX_CONTENT_CHARS,
-    Claim,
-    MemoryCandidate,
-    MemoryKind,
-    Provenance,
-)
+from continuum.capture.kinds import KIND_SPECS, MemoryKind
+from continuum.capture.models import MAX_CONTENT_CHARS, Claim, MemoryCandidate, Provenance
 from continuum.capture.text import clip
 from continuum.capture.topics import topic_slug
 from continuum.memory.claims import claim_lock_key, lock_claims, resolve_claims
@@ -153,11 +148,6 @@ def store_candidates(
     return [stored.id for stored in store_memories(db, items)]
 
 
-# R23 defaults for memories written explicitly (tools, preferences), by kind.
-EXPLICIT_IMPORTANCE: dict[str, int] = {"fact": 6, "preference": 7, "follow_up": 7, "wellbeing": 6}
-CLAIM_KINDS = frozenset({"fact", "preference", "decision"})
-
-
 def explicit_candidate(
     kind: MemoryKind,
     key: str,
@@ -170,8 +160,10 @@ def explicit_candidate(
     details: Mapping[str, Any] | None = None,
     claim_subject: str = "user",
 ) -> MemoryCandidate:
-    """A memory stated outright (a tool call, a preference set by hand): `key: value`, with a
-    claim on `key` for facts, preferences and decisions so later values supersede it."""
+    """A memory stated outright (a tool call, a preference set by hand): `key: value`, with the
+    kind's explicit importance (R23) and, for kinds with `explicit_claim` (facts, preferences,
+    decisions), a claim on `key` so later values supersede it."""
+    spec = KIND_SPECS[kind]
     content = clip(f"{key.replace('_', ' ').capitalize()}: {value}", MAX_CONTENT_CHARS)
     source = "user" if provenance == "user_explicit" else "system"
     tags = [f"topic:{topic_slug(f'{key} {value}')}", f"source:{source}"]
@@ -180,11 +172,11 @@ def explicit_candidate(
         key=key,
         content=content,
         tags=tags + ([f"session:{session_id}"] if session_id else []),
-        importance=EXPLICIT_IMPORTANCE.get(kind, 5),
+        importance=spec.explicit_importance,
         confidence=confidence,
         provenance=provenance,
         claim=Claim(subject=claim_subject, predicate=key, value=value)
-        if kind in CLAIM_KINDS
+        if spec.explicit_claim
         else None,
         source_message_ids=[source_id],
         trigger="explicit",

@@ -18,6 +18,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session as DbSession
 
 from continuum.capture import detect_key_moments, session_snapshot, summarize_session
+from continuum.capture.kinds import KIND_SPECS
 from continuum.capture.models import CaptureTurn, MemoryCandidate, SessionSummary
 from continuum.config import get_settings
 from continuum.contract.events import ChatMessage, PreCompactionEvent, SessionEndEvent
@@ -155,7 +156,7 @@ def pre_compaction_dump(db: DbSession, event: PreCompactionEvent) -> list[int]:
     turns = _chat_turns(event.turns, event.session_id, trigger) or session_turns(
         db, event.namespace, event.session_id, channel=event.channel
     )
-    candidates = [c for c in key_moments(turns, trigger) if c.kind not in ("context", "wellbeing")]
+    candidates = [c for c in key_moments(turns, trigger) if KIND_SPECS[c.kind].pre_compaction]
     snapshot = session_snapshot(turns, trigger=trigger)
     if snapshot is not None:
         candidates.append(snapshot)

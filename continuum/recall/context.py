@@ -27,13 +27,13 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal, TypedDict, Unpack, get_args
+from typing import Any, Literal, TypedDict, Unpack
 
 from sqlalchemy import text
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session as DbSession
 
-from continuum.capture.models import MemoryKind
+from continuum.capture.kinds import KINDS, ContextSection, MemoryKind, kind_names
 from continuum.capture.text import clip, normalize_for_key
 from continuum.capture.topics import topic_slug
 from continuum.inference.tokenizer import count_tokens
@@ -64,12 +64,7 @@ SECTIONS = (  # block order
     "Preferences",
     "Relevant memories",
 )
-_SECTION_OF_KIND = {
-    "conversation_summary": "Recent conversations",
-    "decision": "Decisions",
-    "open_thread": "Open threads",
-    "preference": "Preferences",
-}
+_SECTION_OF_KIND: dict[str, str] = {spec.name: spec.context_section for spec in KINDS}
 _PINNED_CHANNELS = {"summaries", "open_threads", "preferences", "tasks", "handoff"}
 _MESSAGE_IMPORTANCE = 4  # raw turns carry no rating; they rank below rated memories
 
@@ -181,7 +176,7 @@ class _Candidate:
             return "Pending handoff"
         if self.source == "task":
             return "Active tasks"
-        return _SECTION_OF_KIND.get(self.kind, "Relevant memories")
+        return _SECTION_OF_KIND.get(self.kind, "Relevant memories")  # a raw turn: kind = role
 
 
 # -- rendering -------------------------------------------------------------------------
@@ -204,7 +199,7 @@ def render_when(when: datetime, now: datetime) -> str:
 def _line(candidate: _Candidate, now: datetime, config: RecallConfig) -> str:
     limit = (
         config.max_summary_chars
-        if candidate.kind == "conversation_summary"
+        if candidate.section == "Recent conversations"
         else config.max_item_chars
     )
     body = clip(candidate.content, limit)
@@ -239,7 +234,11 @@ _MEMORY_COLUMNS = (
 )
 
 
-ALL_KINDS: tuple[str, ...] = get_args(MemoryKind)
+def _kinds_in(section: ContextSection) -> tuple[MemoryKind, ...]:
+    return kind_names(lambda spec: spec.context_section == section)
+
+
+SUMMARY_KINDS = _kinds_in("Recent conversations")
 
 
 @dataclass(frozen=True)
@@ -270,13 +269,12 @@ _PARTS = {  # part rows, and the condition a memory of that part meets
 
 def _memory_channels(config: RecallConfig) -> list[_MemoryChannel]:
     by_rank = "importance DESC, created_at DESC"
-    not_summaries = tuple(k for k in ALL_KINDS if k != "conversation_summary")
+    not_summaries = kind_names(lambda spec: spec.context_section != "Recent conversations")
     return [
-        _MemoryChannel("summaries", "recent conversation", ("conversation_summary",),
-                       config.summaries_n),
-        _MemoryChannel("open_threads", "open thread", ("open_thread",), config.pinned_n,
+        _MemoryChannel("summaries", "recent conversation", SUMMARY_KINDS, config.summaries_n),
+        _MemoryChannel("open_threads", "open thread", _kinds_in("Open threads"), config.pinned_n,
                        "tags @> ARRAY['status:open']", by_rank),
-        _MemoryChannel("preferences", "preference", ("preference",), config.pinned_n,
+        _MemoryChannel("preferences", "preference", _kinds_in("Preferences"), config.pinned_n,
                        order=by_rank),
         _MemoryChannel("recency", "recent", not_summaries, config.recency_n),
         _MemoryChannel("importance",
@@ -833,7 +831,7 @@ def recent_conversations(
     namespace: str, *, limit: int = 10, user_id: str | None = None, channel: str | None = None
 ) -> list[dict[str, Any]]:
     """Conversation summaries across channels, newest first (scoped like `context`)."""
-    spec = _MemoryChannel("summaries", "", ("conversation_summary",), limit)
+    spec = _MemoryChannel("summaries", "", SUMMARY_KINDS, limit)
     return _list_memories(namespace, spec, user_id, channel)
 
 

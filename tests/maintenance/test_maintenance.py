@@ -12,8 +12,15 @@ from typing import Any
 import pytest
 from sqlalchemy import select, text
 
+from continuum.capture.kinds import KINDS
 from continuum.inference.embedding import vector_literal
-from continuum.maintenance import LOCK_KEY, MaintenanceConfig, maintain, memory_md_path
+from continuum.maintenance import (
+    LOCK_KEY,
+    MaintenanceConfig,
+    maintain,
+    memory_md_path,
+    render_memory_md,
+)
 from continuum.memory.tools import MemoryTools
 from continuum.store.engine import session_scope
 from continuum.store.models import Memory, MemoryLog, UserTask
@@ -126,6 +133,41 @@ def test_decay_and_prune_thresholds(mdb: Any) -> None:
                    {"t": NOW})  # fmt: skip
     maintain("pearl", now=NOW + timedelta(days=7))
     assert _state()["old fact"][1] == 8
+
+
+def test_each_kind_decays_prunes_archives_and_compresses_by_its_registry_row(mdb: Any) -> None:
+    for spec in KINDS:
+        _add(f"aged {spec.name}", kind=spec.name, days=180, importance=8)
+        _add(f"faded {spec.name}", kind=spec.name, days=400, importance=1)
+        _add(f"month-old {spec.name}", kind=spec.name, days=31, importance=7)
+        for i in range(8):  # a cluster of small notes on one topic
+            _add(f"small {spec.name} {i}", ns="twin", kind=spec.name, importance=4, days=2 + i,
+                 tags=["topic:garden"])  # fmt: skip
+    maintain("pearl", now=NOW)
+    maintain("twin", now=NOW)
+    state, twin = _state(), _state("twin")
+    for spec in KINDS:
+        assert state[f"aged {spec.name}"][1] == (6 if spec.slow_decay else 2), spec.name
+        assert (f"faded {spec.name}" in state) != spec.pruned_when_decayed, spec.name
+        archived = state[f"month-old {spec.name}"][0] == "archived"
+        assert archived == spec.archived_when_old, spec.name
+        merged = {twin[f"small {spec.name} {i}"][0] for i in range(8)}
+        assert merged == {"merged" if spec.compressible else "active"}, spec.name
+
+
+def test_memory_md_lists_each_kind_under_its_registry_section(mdb: Any) -> None:
+    for spec in KINDS:
+        _add(f"A note of kind {spec.name}", kind=spec.name, importance=7)
+    with session_scope() as db:
+        md = render_memory_md(db, "pearl", 20)
+    section_of: dict[str, str] = {}
+    for line in md.splitlines():
+        if line.startswith("## "):
+            title = line.removeprefix("## ")
+        elif line.startswith("- A note of kind "):
+            section_of[line.split()[5]] = title
+    for spec in KINDS:
+        assert section_of.get(spec.name) == spec.memory_md, spec.name
 
 
 def test_forget_purges_every_trace(mdb: Any) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 
 from sqlalchemy import select, text
 
+from continuum.capture.kinds import kind_names
 from continuum.contract.events import SessionEndEvent, parse_event
 from continuum.pipeline import narrative
 from continuum.pipeline.ingest import ingest_batch
@@ -91,6 +92,21 @@ def test_pre_compaction_dump_is_idempotent_per_compaction(db: Any) -> None:
     kinds = {m.kind for m in first}
     assert "session_snapshot" in kinds and {"decision", "open_thread"} <= kinds
     assert all(m.trigger == "pre_compaction:cmp-1" for m in first)
+
+
+def test_pre_compaction_dump_leaves_out_the_kinds_the_registry_leaves_out(db: Any) -> None:
+    moods = [turn("Thanks, that is great!", message_id="v7", at=100),
+             turn("ugh, this is so annoying", message_id="v8", at=120)]  # fmt: skip
+    ingest_batch(voice_turns() + moods)
+    dump = {"kind": "pre_compaction", "namespace": "pearl", "session_id": "voice-1",
+            "channel": "voice", "ts": (T0 + timedelta(minutes=5)).isoformat(),
+            "compaction_id": "cmp-2", "tokens_used": 180000, "window": 200000}  # fmt: skip
+    ingest_batch([dump])
+    dumped = {m.kind for m in memories() if m.trigger == "pre_compaction:cmp-2"}
+    left_out = set(kind_names(lambda spec: not spec.pre_compaction))
+    assert {m.kind for m in memories() if m.trigger == "turn"} & left_out  # the moods, live
+    assert {"decision", "open_thread", "preference", "session_snapshot"} <= dumped
+    assert not dumped & left_out
 
 
 def end_event(**extra: Any) -> SessionEndEvent:

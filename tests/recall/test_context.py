@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from sqlalchemy import select, text
 
+from continuum.capture.kinds import KINDS
 from continuum.capture.models import MemoryCandidate
 from continuum.inference.tokenizer import count_tokens
 from continuum.memory.writer import WriteContext, store_candidates
@@ -258,6 +259,27 @@ def test_a_memory_tracked_as_a_task_appears_once(db: Any) -> None:
         gone.ref == f"memory:{memory_id}" and gone.reason.startswith("tracked as task:")
         for gone in result.excluded
     )
+
+
+def test_every_kind_is_recalled_into_its_registry_section(db: Any) -> None:
+    """Some channel reads every kind, and each lands in the section the kind registry names;
+    a kind that becomes a task is shown as that task instead."""
+    ids = {
+        spec.name: remember(
+            f"Note {i} of kind {spec.name}.", spec.name, importance=9, tags=("status:open",)
+        )
+        for i, spec in enumerate(KINDS)
+    }
+    config = RecallConfig(importance_n=len(KINDS))
+    result = context("pearl", "", 8000, user_id="jason", now=NOW, config=config, explain=True)
+    sections = {item.ref: item.section for item in result.items}
+    tracked = {gone.ref for gone in result.excluded if gone.reason.startswith("tracked as task:")}
+    for spec in KINDS:
+        ref = f"memory:{ids[spec.name]}"
+        if spec.becomes_task:
+            assert ref in tracked, spec.name
+        else:
+            assert sections.get(ref) == spec.context_section, spec.name
 
 
 def test_importance_and_recency_channels_read_the_users_and_shared_rows(db: Any) -> None:
