@@ -42,7 +42,7 @@ class KindSpec:
     """One memory kind and how each part of Continuum treats it."""
 
     name: MemoryKind
-    description: str  # one line: what a memory of this kind holds
+    description: str  # one line, served by `GET /v1/memories/kinds`
     llm_extracts: bool = False  # the LLM extraction schema offers it
     tool_storable: bool = False  # `memory_type` of the memory tools accepts it
     explicit_importance: int = 5  # importance of a memory stored outright (tools, preferences)

@@ -12,6 +12,7 @@ from fastapi.testclient import TestClient
 
 from continuum.api import create_app
 from continuum.api.tokens import create_token, revoke_token
+from continuum.capture.kinds import KINDS
 from tests.browser.seed import seed
 from tests.support.events import turn
 from tests.support.wait import wait_for
@@ -47,6 +48,17 @@ def test_requests_without_a_valid_token_are_refused(api: TestClient) -> None:
         assert response.headers["www-authenticate"] == "Bearer"
     revoke_token(info.id)
     assert api.get("/v1/me", headers={"Authorization": f"Bearer {token}"}).status_code == 401
+
+
+def test_memory_kinds_come_from_the_registry_behind_the_token(api: TestClient) -> None:
+    assert api.get("/v1/memories/kinds").status_code == 401
+    kinds = api.get("/v1/memories/kinds", headers=bearer("pearl")).json()
+    assert kinds == [
+        {"kind": spec.name, "description": spec.description, "storable": spec.tool_storable}
+        for spec in KINDS
+    ]
+    store = api.get("/openapi.json").json()["components"]["schemas"]["StoreMemoryArgs"]
+    assert [k["kind"] for k in kinds if k["storable"]] == store["properties"]["memory_type"]["enum"]
 
 
 def test_every_request_is_scoped_to_the_token_namespaces(api: TestClient) -> None:

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from continuum.api.tokens import create_token
+from continuum.capture.kinds import KINDS
 from tests.browser.conftest import ARTIFACTS
 from tests.browser.seed import seed
 
@@ -72,6 +73,11 @@ def test_tabs_cron_filter_memories_and_session_view(
 
     page.click("[data-tab=memories]")
     page.wait_for_function("document.querySelectorAll('#results li.memory').length === 8")
+    options = page.locator("#kind option")  # from GET /v1/memories/kinds
+    assert options.evaluate_all("os => os.map(o => [o.value, o.title])") == [
+        ["", ""],
+        *([spec.name, spec.description] for spec in KINDS),
+    ]
     page.select_option("#kind", "decision")
     page.select_option("#instance", "pearl")
     page.wait_for_function("document.querySelectorAll('#results li.memory').length === 3")

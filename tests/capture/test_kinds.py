@@ -1,8 +1,8 @@
 """The kind registry is the one list of memory kinds: `MemoryKind` names exactly its rows, and
 every consumer — the LLM and tool schemas, explicit writes, digests, context sections,
-MEMORY.md, maintenance rules, tasks — takes its kinds from it.
-(Database-backed consumers are checked kind by kind in tests/recall, tests/maintenance and
-tests/pipeline.)"""
+MEMORY.md, maintenance rules, tasks, Mission Control — takes its kinds from it.
+(Database-backed consumers are checked kind by kind in tests/recall, tests/maintenance,
+tests/pipeline, tests/api and tests/browser.)"""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import get_args
 import pytest
 from pydantic import ValidationError
 
+from continuum.api.routes.ui import STATIC_DIR
 from continuum.capture.kinds import (
     KIND_SPECS,
     KINDS,
@@ -99,3 +100,9 @@ def test_maintenance_and_tasks_follow_the_registry() -> None:
         "archived_kinds": list(kind_names(lambda spec: spec.archived_when_old)),
     } == KIND_PARAMS
     assert set(kind_names(lambda spec: spec.becomes_task)) == TASK_KINDS
+
+
+def test_mission_control_hard_codes_no_kind() -> None:
+    html = (STATIC_DIR / "index.html").read_text(encoding="utf-8")
+    assert '<select id="kind"><option value="">any</option></select>' in html
+    assert not [name for name in ALL if f"<option>{name}</option>" in html]

@@ -1,16 +1,18 @@
 """Memories (R21–R24): browse by kind, status, importance, tags, session, with provenance
-and the ids of the source turns."""
+and the ids of the source turns; the kinds themselves, from the registry."""
 
 from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Depends, Query
+from pydantic import BaseModel
 
-from continuum.api.auth import ScopeDep
+from continuum.api.auth import ScopeDep, current_token
 from continuum.api.pagination import Page
 from continuum.api.params import ListingDep
 from continuum.api.schemas import MemoryOut
+from continuum.capture.kinds import KINDS
 from continuum.recall import browse
 
 router = APIRouter(prefix="/v1/memories", tags=["memories"])
@@ -47,3 +49,17 @@ def list_memories(
     )
     rows = browse.memories(scope.namespaces, filters, listing.window)
     return listing.page.page([MemoryOut.model_validate(row) for row in rows])
+
+
+class KindOut(BaseModel):
+    kind: str
+    description: str
+    storable: bool  # accepted as `memory_type` by the store and update tools
+
+
+@router.get("/kinds", dependencies=[Depends(current_token)])
+def list_kinds() -> list[KindOut]:
+    """Every memory kind, in registry order: what it holds and whether the tools store it."""
+    return [
+        KindOut(kind=k.name, description=k.description, storable=k.tool_storable) for k in KINDS
+    ]

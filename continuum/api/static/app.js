@@ -276,6 +276,11 @@ async function start() {
     );
     const names = await api("/v1/cron-reports/names");
     $("cron-name").append(...names.map((name) => el("option", { value: name, textContent: name })));
+    const kinds = await api("/v1/memories/kinds");
+    $("kind").replaceChildren(
+      el("option", { value: "", textContent: "any" }),
+      ...kinds.map((k) => el("option", { value: k.kind, textContent: k.kind, title: k.description })),
+    );
   } catch (error) {
     report(error);
     return;
