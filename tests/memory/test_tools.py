@@ -125,8 +125,7 @@ def test_tool_definitions_match_the_validators() -> None:
         "store_memory", "update_memory", "forget_memory", "mark_private", "list_memories"}  # fmt: skip
     store = anthropic["store_memory"]["input_schema"]
     assert store["required"] == ["memory_type", "key", "value"]
-    assert store["properties"]["memory_type"]["enum"] == [  # the registry's order
-        "preference", "fact", "follow_up", "context", "history", "wellbeing"]  # fmt: skip
+    assert "memory_type" in store["properties"]  # its kinds: tests/capture/test_kinds.py
     update = openai["update_memory"]["parameters"]
     assert update["properties"]["memory_type"]["type"] == "string"  # no anyOf-null noise
     assert "title" not in json.dumps(openai)
