@@ -36,6 +36,7 @@ from continuum.memory.claims import (
     reinforce,
     supersede,
 )
+from continuum.memory.user_tasks import tasks_query
 from continuum.memory.writer import WriteContext, store_memories
 from continuum.pipeline.narrative import workspace
 from continuum.store.engine import session_scope
@@ -481,13 +482,7 @@ def render_memory_md(db: DbSession, namespace: str, items: int) -> str:
             + (f", confirmed {r.corroboration}×)" if r.corroboration > 1 else ")")
             for r in rows
         ] or ["- (none)"]
-    tasks = db.scalars(
-        text(
-            "SELECT title FROM tasks WHERE namespace = :ns AND status IN "
-            "('pending', 'in_progress', 'blocked') ORDER BY created_at, id LIMIT :n"
-        ),
-        {"ns": namespace, "n": items},
-    ).all()
+    tasks = [task.title for task in db.scalars(tasks_query(namespace, limit=items))]
     lines += ["", "## Active tasks", "", *([f"- [ ] {t}" for t in tasks] or ["- (none)"])]
     return "\n".join(lines) + "\n"
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal, get_args
 
-from sqlalchemy import Text, cast, or_, select, text
+from sqlalchemy import Select, Text, cast, or_, select, text
 from sqlalchemy.orm import Session as DbSession
 
 from continuum.capture.kinds import kind_names
@@ -126,18 +126,28 @@ def complete_task(namespace: str, task_id: str) -> TaskView:
     return set_status(namespace, task_id, "done")
 
 
-def list_tasks(
+def tasks_query(
     namespace: str, user_id: str | None = None, *, active_only: bool = True, limit: int = 100
-) -> list[TaskView]:
-    """Tasks of a tenant (and user, plus tasks without one), oldest first."""
+) -> Select[UserTask]:
+    """The one listing of a tenant's tasks (a user's plus those without one; every user's
+    when `user_id` is None), most pressing first: due soonest, then undated newest first.
+    The CLI, the API, the context block and MEMORY.md all list tasks through it."""
     stmt = select(UserTask).where(UserTask.namespace == namespace)
     if user_id:
         stmt = stmt.where(or_(UserTask.user_id == user_id, UserTask.user_id.is_(None)))
     if active_only:
         stmt = stmt.where(UserTask.status.in_(ACTIVE_STATUSES))
-    stmt = stmt.order_by(UserTask.created_at, UserTask.id).limit(limit)
+    order = (UserTask.due_at.asc().nulls_last(), UserTask.created_at.desc(), UserTask.id.desc())
+    return stmt.order_by(*order).limit(limit)
+
+
+def list_tasks(
+    namespace: str, user_id: str | None = None, *, active_only: bool = True, limit: int = 100
+) -> list[TaskView]:
+    """Tasks as `tasks_query` lists them."""
     with session_scope() as db:
-        return [TaskView.of(task) for task in db.scalars(stmt)]
+        query = tasks_query(namespace, user_id, active_only=active_only, limit=limit)
+        return [TaskView.of(task) for task in db.scalars(query)]
 
 
 def tasks_from_memories(db: DbSession, rows: Sequence[Any]) -> int:

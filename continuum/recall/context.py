@@ -37,6 +37,7 @@ from continuum.capture.kinds import KINDS, ContextSection, MemoryKind, kind_name
 from continuum.capture.text import clip, normalize_for_key
 from continuum.capture.topics import topic_slug
 from continuum.inference.tokenizer import count_tokens
+from continuum.memory.user_tasks import tasks_query
 from continuum.recall.search import (
     FusionWeights,
     PreparedQuery,
@@ -54,7 +55,6 @@ from continuum.store.models import MemoryLog
 
 ItemSource = Literal["memory", "message", "task", "handoff"]
 HIDDEN_STATUSES = ("superseded", "quarantined", "forgotten", "archived")
-ACTIVE_TASK_STATUSES = ("pending", "in_progress", "blocked")
 SECTIONS = (  # block order
     "Pending handoff",
     "Recent conversations",
@@ -334,15 +334,7 @@ def _memory_candidates(
 def _task_candidates(
     db: DbSession, namespace: str, user_id: str | None, limit: int
 ) -> list[_Candidate]:
-    user = "AND (user_id = :uid OR user_id IS NULL)" if user_id else ""
-    rows = db.execute(
-        text(
-            "SELECT task_id, title, description, status, created_channel, created_at, due_at, tags "
-            f"FROM tasks WHERE namespace = :ns AND status = ANY(:statuses) {user} "
-            "ORDER BY due_at NULLS LAST, created_at DESC, id DESC LIMIT :limit"
-        ),
-        {"ns": namespace, "uid": user_id, "statuses": list(ACTIVE_TASK_STATUSES), "limit": limit},
-    )
+    rows = db.scalars(tasks_query(namespace, user_id, limit=limit))
     found = []
     for row in rows:
         content = row.title + (f": {row.description}" if row.description else "")

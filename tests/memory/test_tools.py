@@ -4,6 +4,7 @@ forget / private, reminders, and the change notification a live session subscrib
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import select
@@ -150,9 +151,15 @@ def test_tasks_api(db: Any) -> None:
     task = create_task("pearl", "Buy birthday card", user_id="jason", channel="discord")
     create_task("pearl", "Water plants", channel="voice")
     create_task("other", "Not ours")
-    assert [t.title for t in list_tasks("pearl", "jason")] == ["Buy birthday card", "Water plants"]
+    create_task("pearl", "Renew passport", due_at=datetime.now(UTC) + timedelta(days=9))
+    # Most pressing first: due soonest, then the newest of those without a due date.
+    assert [t.title for t in list_tasks("pearl", "jason")] == [
+        "Renew passport",
+        "Water plants",
+        "Buy birthday card",
+    ]
     done = complete_task("pearl", task.task_id[:8])
     assert done.status == "done" and done.completed_at is not None
-    assert [t.title for t in list_tasks("pearl")] == ["Water plants"]
+    assert [t.title for t in list_tasks("pearl")] == ["Renew passport", "Water plants"]
     with session_scope() as dbs:
         assert dbs.scalar(select(Memory.id)) is None  # tasks are not memories
