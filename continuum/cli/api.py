@@ -1,26 +1,22 @@
-"""`continuum api` (serve the HTTP API and Mission Control) and `continuum tokens ...`.
-
-Mounted by `continuum.cli.main`:
-    app.command("api")(api_cli.serve)
-    app.add_typer(api_cli.tokens_app, name="tokens")
-Heavy imports (FastAPI, uvicorn, the database) happen inside the commands.
-"""
+"""`continuum api` (serve the HTTP API and Mission Control) and `continuum tokens
+create|list|revoke` (its bearer tokens). FastAPI, uvicorn and the database load inside the
+commands."""
 
 from __future__ import annotations
 
-import json
 import os
-import sys
 
 import typer
-from rich.console import Console
 
 from continuum.api.limits import DEFAULT_MAX_BODY_BYTES
+from continuum.cli.common import JsonOption, console, fail, print_json
 
+app = typer.Typer()
 tokens_app = typer.Typer(help="Bearer tokens of the HTTP API, each bound to namespaces.")
-console = Console()
+app.add_typer(tokens_app, name="tokens")
 
 
+@app.command("api")
 def serve(
     host: str = typer.Option("127.0.0.1", "--host", help="Interface to listen on."),
     port: int = typer.Option(8000, "--port"),
@@ -46,7 +42,7 @@ def tokens_create(
         ..., "--namespace", "-n", help="Namespace (instance) the token covers; repeatable."
     ),
     name: str = typer.Option("", "--name", help="A label (default: the namespaces)."),
-    as_json: bool = typer.Option(False, "--json"),
+    as_json: bool = JsonOption,
 ) -> None:
     """Create a token and print it once (only its hash is stored)."""
     from continuum.api.tokens import create_token
@@ -54,25 +50,21 @@ def tokens_create(
     try:
         token, info = create_token(namespace, name)
     except ValueError as exc:
-        console.print(f"[red]error:[/] {exc}")
-        raise typer.Exit(2) from None
+        fail(str(exc))
     if as_json:
-        sys.stdout.write(
-            json.dumps(
-                {"id": info.id, "name": info.name, "namespaces": info.namespaces, "token": token}
-            )
-            + "\n"
+        print_json(
+            {"id": info.id, "name": info.name, "namespaces": info.namespaces, "token": token}
         )
         return
-    console.print(f"[green]✓[/] token {info.id} ({info.name}) for {', '.join(info.namespaces)}")
-    console.print(token, highlight=False, soft_wrap=True)
-    console.print(
+    console().print(f"[green]✓[/] token {info.id} ({info.name}) for {', '.join(info.namespaces)}")
+    console().print(token, highlight=False, soft_wrap=True)
+    console().print(
         "[yellow]Shown once: store it now. Send it as `Authorization: Bearer <token>`.[/]"
     )
 
 
 @tokens_app.command("list")
-def tokens_list(as_json: bool = typer.Option(False, "--json")) -> None:
+def tokens_list(as_json: bool = JsonOption) -> None:
     """List tokens (never the tokens themselves)."""
     from rich.table import Table
 
@@ -80,18 +72,19 @@ def tokens_list(as_json: bool = typer.Option(False, "--json")) -> None:
 
     tokens = list_tokens()
     if as_json:
-        rows = [
-            {
-                "id": t.id,
-                "name": t.name,
-                "namespaces": t.namespaces,
-                "created_at": t.created_at.isoformat(),
-                "last_used_at": t.last_used_at and t.last_used_at.isoformat(),
-                "revoked_at": t.revoked_at and t.revoked_at.isoformat(),
-            }
-            for t in tokens
-        ]
-        sys.stdout.write(json.dumps(rows) + "\n")
+        print_json(
+            [
+                {
+                    "id": t.id,
+                    "name": t.name,
+                    "namespaces": t.namespaces,
+                    "created_at": t.created_at.isoformat(),
+                    "last_used_at": t.last_used_at and t.last_used_at.isoformat(),
+                    "revoked_at": t.revoked_at and t.revoked_at.isoformat(),
+                }
+                for t in tokens
+            ]
+        )
         return
     table = Table("id", "name", "namespaces", "created", "last used", "revoked")
     for t in tokens:
@@ -103,7 +96,7 @@ def tokens_list(as_json: bool = typer.Option(False, "--json")) -> None:
             f"{t.last_used_at:%Y-%m-%d %H:%M}" if t.last_used_at else "",
             f"{t.revoked_at:%Y-%m-%d %H:%M}" if t.revoked_at else "",
         )
-    console.print(table)
+    console().print(table)
 
 
 @tokens_app.command("revoke")
@@ -114,6 +107,5 @@ def tokens_revoke(
     from continuum.api.tokens import revoke_token
 
     if not revoke_token(token_id):
-        console.print(f"[red]error:[/] no live token with id {token_id}")
-        raise typer.Exit(1)
-    console.print(f"[green]✓[/] token {token_id} revoked")
+        fail(f"no live token with id {token_id}", code=1)
+    console().print(f"[green]✓[/] token {token_id} revoked")

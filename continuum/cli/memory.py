@@ -1,37 +1,28 @@
-"""CLI for the memory lifecycle: preferences, tasks, memory tools, conflicts, maintenance.
-
-`register(app)` mounts the commands on the `continuum` Typer app. Every command is a thin
-shell over a `continuum.*` function; `--json` prints machine-readable output for runtimes.
-"""
+"""The memory lifecycle: `continuum preferences`, `tasks add|done|status|list`, `memory`
+(a memory tool called as the user), `tools`, `conflicts` and `maintenance`. `--json` prints
+machine-readable output for runtimes."""
 
 from __future__ import annotations
 
 import json
 import sys
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING
 
 import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
+from continuum.cli.common import JsonOption, NamespaceOption, UserOption, console, fail, print_json
+
+if TYPE_CHECKING:
+    from continuum.memory.user_tasks import TaskView
+
+app = typer.Typer()
 tasks_app = typer.Typer(help="The user's tasks, shared by every channel.", no_args_is_help=True)
-console = Console()
-NamespaceOption = typer.Option(..., "--namespace", "-n", help="Tenant (instance).")
-UserOption = typer.Option(None, "--user", help="Only this user (plus unowned items).")
-JsonOption = typer.Option(False, "--json", help="Print JSON.")
+app.add_typer(tasks_app, name="tasks")
+TaskIdArgument = typer.Argument(..., help="Task id or a unique prefix of it.")
 
 
-def _emit(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, default=str, ensure_ascii=False) + "\n")
-
-
-def _fail(message: str) -> None:
-    Console(stderr=True).print(f"[red]error:[/] {escape(message)}")
-    raise typer.Exit(2)
-
-
+@app.command()
 def preferences(
     namespace: str = NamespaceOption,
     user_id: str = UserOption,
@@ -39,27 +30,32 @@ def preferences(
     as_json: bool = JsonOption,
 ) -> None:
     """The user's active preferences (key → value), by category."""
+    from rich.markup import escape
+    from rich.table import Table
+
     from continuum.memory.preferences import get_preferences
 
     found = get_preferences(namespace, user_id, category)
     if as_json:
-        _emit([p.as_dict() for p in found])
+        print_json([p.as_dict() for p in found])
         return
     table = Table("category", "key", "value", "confidence", "last confirmed", "from")
     for p in found:
         table.add_row(p.category, p.key, escape(p.value), f"{p.confidence:.2f}",
                       f"{p.last_confirmed:%Y-%m-%d}", p.learned_from["provenance"])  # fmt: skip
-    console.print(table)
+    console().print(table)
 
 
-def _print_tasks(tasks: list[Any], as_json: bool) -> None:
+def _print_tasks(tasks: list[TaskView], as_json: bool) -> None:
+    from rich.markup import escape
+
     if as_json:
-        _emit([asdict(t) for t in tasks])
+        print_json([asdict(t) for t in tasks])
         return
     for t in tasks:
         due = f" due {t.due_at:%Y-%m-%d %H:%M}" if t.due_at else ""
-        console.print(f"[dim]{t.task_id[:8]}[/] [cyan]{t.status:<11}[/] {escape(t.title)}"
-                      f"[dim]{due} ({t.created_channel or '-'})[/]", highlight=False)  # fmt: skip
+        console().print(f"[dim]{t.task_id[:8]}[/] [cyan]{t.status:<11}[/] {escape(t.title)}"
+                        f"[dim]{due} ({t.created_channel or '-'})[/]", highlight=False)  # fmt: skip
 
 
 @tasks_app.command("add")
@@ -79,15 +75,13 @@ def tasks_add(
             namespace, title, user_id=user_id, description=description, channel=channel
         )
     except ValueError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     _print_tasks([task], as_json)
 
 
 @tasks_app.command("done")
 def tasks_done(
-    task_id: str = typer.Argument(..., help="Task id or a unique prefix of it."),
-    namespace: str = NamespaceOption,
-    as_json: bool = JsonOption,
+    task_id: str = TaskIdArgument, namespace: str = NamespaceOption, as_json: bool = JsonOption
 ) -> None:
     """Mark a task done."""
     tasks_status(task_id, "done", namespace, as_json)
@@ -95,7 +89,7 @@ def tasks_done(
 
 @tasks_app.command("status")
 def tasks_status(
-    task_id: str = typer.Argument(..., help="Task id or a unique prefix of it."),
+    task_id: str = TaskIdArgument,
     status: str = typer.Argument(..., help="pending|in_progress|blocked|done|cancelled"),
     namespace: str = NamespaceOption,
     as_json: bool = JsonOption,
@@ -106,7 +100,7 @@ def tasks_status(
     try:
         task = set_status(namespace, task_id, status)
     except (TaskNotFound, ValueError) as exc:
-        _fail(str(exc))
+        fail(str(exc))
     _print_tasks([task], as_json)
 
 
@@ -123,6 +117,7 @@ def tasks_list(
     _print_tasks(list_tasks(namespace, user_id, active_only=not show_all), as_json)
 
 
+@app.command()
 def memory(
     tool: str = typer.Argument(
         ..., help="store_memory | update_memory | forget_memory | mark_private | list_memories"
@@ -138,11 +133,12 @@ def memory(
     tools = MemoryTools(namespace, user_id=user_id, session_id=session_id,
                         provenance="user_explicit", main_context=True)  # fmt: skip
     response = tools.call(tool, arguments if arguments is not None else sys.stdin.read())
-    _emit(response)
+    print_json(response)
     if not response.get("success"):
         raise typer.Exit(1)
 
 
+@app.command()
 def tools(
     fmt: str = typer.Option("openai", "--format", help="openai | anthropic"),
 ) -> None:
@@ -150,29 +146,34 @@ def tools(
     from continuum.memory.tools import tool_definitions
 
     if fmt not in ("openai", "anthropic"):
-        _fail(f"unknown format {fmt!r}: use openai or anthropic")
-    _emit(tool_definitions(fmt))  # type: ignore[arg-type]
+        fail(f"unknown format {fmt!r}: use openai or anthropic")
+    print_json(tool_definitions(fmt))  # type: ignore[arg-type]
 
 
+@app.command()
 def conflicts(
     namespace: str = NamespaceOption, user_id: str = UserOption, as_json: bool = JsonOption
 ) -> None:
     """Quarantined memories beside the trusted ones they contradict, for review."""
+    from rich.markup import escape
+    from rich.table import Table
+
     from continuum.memory.claims import conflicts as open_conflicts
     from continuum.store.engine import session_scope
 
     with session_scope() as db:
         found = open_conflicts(db, namespace, user_id)
     if as_json:
-        _emit([asdict(c) for c in found])
+        print_json([asdict(c) for c in found])
         return
     table = Table("quarantined", "says", "from", "contradicts", "which says", "from")
     for c in found:
         table.add_row(str(c.quarantined_id), escape(c.quarantined), c.quarantined_provenance,
                       str(c.active_id or "-"), escape(c.active or "-"), c.active_provenance or "-")  # fmt: skip
-    console.print(table)
+    console().print(table)
 
 
+@app.command()
 def maintenance(
     namespace: str = typer.Option(None, "--namespace", "-n", help="One tenant; default all."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan, change nothing."),
@@ -180,30 +181,22 @@ def maintenance(
     as_json: bool = JsonOption,
 ) -> None:
     """Weekly consolidation: merge, supersede, compress, decay, prune, archive, MEMORY.md."""
+    from rich.table import Table
+
     from continuum.maintenance import run_maintenance
 
     reports = run_maintenance(namespace, dry_run=dry_run, force=force)
     if as_json:
-        _emit([{**r.summary(), **({"plan": r.plan} if dry_run else {})} for r in reports])
+        print_json([{**r.summary(), **({"plan": r.plan} if dry_run else {})} for r in reports])
         return
     for report in reports:
-        console.print(f"[bold]{report.namespace}[/] {report.week} [cyan]{report.status}[/] "
-                      f"steps {report.steps_applied}/{len(report.plan)} in {report.seconds}s")  # fmt: skip
+        console().print(f"[bold]{report.namespace}[/] {report.week} [cyan]{report.status}[/] "
+                        f"steps {report.steps_applied}/{len(report.plan)} in {report.seconds}s")  # fmt: skip
         table = Table("step", "planned", "applied")
         for name, count in report.planned.items():
             table.add_row(name, str(count), str(report.applied.get(name, "-")))
         if report.planned:
-            console.print(table)
+            console().print(table)
         if dry_run:
             for action in report.plan:
-                console.print(f"  {json.dumps(action)[:160]}", highlight=False)
-
-
-def register(app: typer.Typer) -> None:
-    """Mount the lifecycle commands on the `continuum` app."""
-    app.command()(preferences)
-    app.add_typer(tasks_app, name="tasks")
-    app.command()(memory)
-    app.command()(tools)
-    app.command()(conflicts)
-    app.command()(maintenance)
+                console().print(f"  {json.dumps(action)[:160]}", highlight=False)

@@ -1,7 +1,6 @@
-"""Command lines for the Celery processes (worker, beat, flower) and background workers.
-
-`continuum worker|beat|flower` exec these; the demo and the fault tests spawn them.
-"""
+"""The Celery processes: `continuum worker|beat|flower` (exec a Celery process with our
+configuration), and the command lines, spawn and stop that those commands, the demo, the
+fault tests and the benchmarks share."""
 
 from __future__ import annotations
 
@@ -11,10 +10,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-from continuum.config import ConfigError, get_settings
+import typer
+
+from continuum.cli.common import fail
 from continuum.contract.queues import ALL_QUEUES
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+app = typer.Typer()
 
 
 def worker_argv(
@@ -25,6 +28,8 @@ def worker_argv(
     hostname: str | None = None,
     events: bool = False,
 ) -> list[str]:
+    from continuum.config import ConfigError
+
     unknown = set(queues or []) - set(ALL_QUEUES)
     if unknown:
         raise ConfigError(
@@ -47,6 +52,8 @@ def beat_argv(schedule_file: Path, loglevel: str = "INFO") -> list[str]:
 
 
 def flower_argv(port: int | None = None) -> list[str]:
+    from continuum.config import ConfigError, get_settings
+
     settings = get_settings()
     if not settings.flower_password:
         raise ConfigError(
@@ -88,3 +95,49 @@ def stop(proc: subprocess.Popen[bytes], timeout: float = 30.0) -> int:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
     return int(proc.returncode)
+
+
+def _exec(argv: list[str]) -> None:
+    os.execvpe(argv[0], argv, child_env())
+
+
+@app.command()
+def worker(
+    queues: str = typer.Option(None, "--queues", "-Q", help="Comma separated; default all."),
+    concurrency: int = typer.Option(None, "--concurrency", "-c"),
+    pool: str = typer.Option("prefork", "--pool", "-P"),
+    events: bool = typer.Option(False, "--events", "-E", help="Send task events (Flower)."),
+    loglevel: str = typer.Option("INFO", "--loglevel", "-l"),
+) -> None:
+    """Run a Celery worker with Continuum's configuration."""
+    from continuum.config import ConfigError
+
+    try:
+        argv = worker_argv(
+            queues.split(",") if queues else None, concurrency, pool, loglevel, events=events
+        )
+    except ConfigError as exc:
+        fail(str(exc))
+    _exec(argv)
+
+
+@app.command()
+def beat(loglevel: str = typer.Option("INFO", "--loglevel", "-l")) -> None:
+    """Run Celery beat (periodic sync, sweeps, weekly maintenance)."""
+    from continuum.config import get_settings
+
+    settings = get_settings()
+    settings.home.mkdir(parents=True, exist_ok=True)
+    _exec(beat_argv(settings.home / "celerybeat-schedule", loglevel))
+
+
+@app.command()
+def flower(port: int = typer.Option(None, "--port")) -> None:
+    """Run Flower with basic auth (CONTINUUM_FLOWER_USER / CONTINUUM_FLOWER_PASSWORD)."""
+    from continuum.config import ConfigError
+
+    try:
+        argv = flower_argv(port)
+    except ConfigError as exc:
+        fail(str(exc))
+    _exec(argv)

@@ -1,26 +1,27 @@
-"""`continuum sync` and `continuum cron-reports`: a typer app the main CLI mounts with
-`app.add_typer(sync_cli.app)` (its commands join the top level)."""
+"""`continuum sync` (transcripts from every runtime on this host, with progress) and
+`continuum cron-reports` (the cron runs found in them)."""
 
 from __future__ import annotations
 
-import json
-import sys
 from dataclasses import asdict
-from datetime import date
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
-from continuum.sync.summary import SyncProgress, SyncSummary
+from continuum.cli.common import JsonOption, NamespaceOption, console, parse_day, print_json
 
-app = typer.Typer(help="Transcript sync and cron reports.")
-console = Console()
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from continuum.sync.summary import SyncProgress, SyncSummary
+
+app = typer.Typer()
 
 
 def _summary_table(summary: SyncSummary) -> Table:
+    from rich.table import Table
+
     table = Table("", "count", title="Transcript sync", show_header=False)
     rows = [
         (
@@ -59,6 +60,14 @@ def sync_command(
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
     """Sync transcripts from every runtime on this host into the database."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
     from continuum.sync.engine import sync
 
     columns = (
@@ -69,7 +78,7 @@ def sync_command(
         TextColumn("{task.fields[rate]:,.0f}/s"),
         TimeElapsedColumn(),
     )
-    with Progress(*columns, console=console, transient=True, disable=as_json) as bar:
+    with Progress(*columns, console=console(), transient=True, disable=as_json) as bar:
         task = bar.add_task("files", total=None, messages=0, rate=0.0)
 
         def report(progress: SyncProgress) -> None:
@@ -88,13 +97,15 @@ def sync_command(
             home, instance=instance, backfill=backfill, progress=report, feed_capture=capture
         )
     if as_json:
-        sys.stdout.write(json.dumps(summary.as_dict(), default=str) + "\n")
+        print_json(summary.as_dict())
     elif summary.locked:
-        console.print("[yellow]another sync is running; nothing done[/]")
+        console().print("[yellow]another sync is running; nothing done[/]")
     else:
-        console.print(_summary_table(summary))
+        console().print(_summary_table(summary))
         for sample in summary.error_samples[:5]:
-            console.print(f"[dim]{sample.kind}: {sample.path}: {sample.detail}[/]", highlight=False)
+            console().print(
+                f"[dim]{sample.kind}: {sample.path}: {sample.detail}[/]", highlight=False
+            )
     if summary.locked:
         raise typer.Exit(3)
     if summary.files_failed:
@@ -103,24 +114,19 @@ def sync_command(
 
 @app.command("cron-reports")
 def cron_reports_command(
-    namespace: str = typer.Option(..., "--namespace", "-n", help="Tenant (instance) to query."),
+    namespace: str = NamespaceOption,
     day: str = typer.Option(None, "--day", help="YYYY-MM-DD (UTC); default: the latest runs."),
     limit: int = typer.Option(50, "--limit"),
-    as_json: bool = typer.Option(False, "--json"),
+    as_json: bool = JsonOption,
 ) -> None:
     """Cron reports of an instance, newest first (R77)."""
     from continuum.sync.cron import cron_reports
 
-    try:
-        parsed = date.fromisoformat(day) if day else None
-    except ValueError:
-        console.print(f"[red]error:[/] {day!r} is not a date; use YYYY-MM-DD")
-        raise typer.Exit(2) from None
-    reports = cron_reports(namespace, parsed, limit=limit)
+    reports = cron_reports(namespace, parse_day(day) if day else None, limit=limit)
     if as_json:
-        sys.stdout.write(json.dumps([asdict(r) for r in reports], default=str) + "\n")
+        print_json([asdict(r) for r in reports])
         return
     for report in reports:
         when = f"{report.event_at:%Y-%m-%d %H:%M}" if report.event_at else "-"
-        console.print(f"[dim]{when}[/] [cyan]{report.cron_name}[/]", highlight=False)
-        console.print(report.summary, highlight=False)
+        console().print(f"[dim]{when}[/] [cyan]{report.cron_name}[/]", highlight=False)
+        console().print(report.summary, highlight=False)

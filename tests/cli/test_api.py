@@ -32,11 +32,11 @@ def test_tokens_are_created_listed_and_revoked(db: Any) -> None:
     assert runner.invoke(tokens_app, ["revoke", str(token["id"])]).exit_code == 0
     assert authenticate(token["token"]) is None
     again = runner.invoke(tokens_app, ["revoke", str(token["id"])])
-    assert again.exit_code == 1 and "no live token" in again.output
+    assert again.exit_code == 1 and "no live token" in again.stderr
 
 
 def test_a_token_needs_valid_namespaces(db: Any) -> None:
     bad = runner.invoke(tokens_app, ["create", "-n", "Not Valid"])
-    assert bad.exit_code == 2 and "invalid namespace" in bad.output
+    assert bad.exit_code == 2 and "invalid namespace" in bad.stderr
     human = runner.invoke(tokens_app, ["create", "-n", "pearl"])
     assert human.exit_code == 0 and "Shown once" in human.output

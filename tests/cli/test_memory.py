@@ -5,13 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import typer
 from typer.testing import CliRunner
 
-from continuum.cli.memory import register
+from continuum.cli.memory import app
 
-app = typer.Typer()
-register(app)
 runner = CliRunner()
 
 

@@ -1,34 +1,20 @@
-"""The runtime-facing recall commands, run through typer against real servers and a worker."""
+"""The runtime-facing recall commands, run through typer against real servers."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-import pytest
 from typer.testing import CliRunner
 
-from continuum.cli.recall import conversation_events, recall_app
-from tests.recall.test_context import NOW, add_task, remember
-from tests.support.wait import wait_for
+from continuum.cli.recall import app
+from tests.recall.test_context import add_task, remember
 
 runner = CliRunner()
 
-CONVERSATION = {
-    "namespace": "pearl",
-    "session_id": "tg-7",
-    "channel": "telegram",
-    "user_id": "jason",
-    "messages": [
-        {"role": "user", "content": "We'll use Hoffmann for the garden.", "ts": NOW.isoformat()},
-        {"role": "tool", "content": "ignored"},
-        {"role": "assistant", "content": "Noted: Hoffmann.", "ts": NOW.isoformat()},
-    ],
-}
 
-
-def invoke(*args: str, stdin: str | None = None) -> Any:
-    result = runner.invoke(recall_app, list(args), input=stdin)
+def invoke(*args: str) -> Any:
+    result = runner.invoke(app, list(args))
     assert result.exit_code == 0, result.output
     return json.loads(result.stdout)
 
@@ -48,26 +34,3 @@ def test_context_and_listings_as_json(db: Any) -> None:
     shift = invoke("recall", "-n", "pearl", "--since-topic", block["topic"], "--seed", "garden",
                    "--json")  # fmt: skip
     assert shift["tokens_used"] <= 400
-
-
-def test_conversation_events_are_idempotent_and_end_the_session() -> None:
-    events = conversation_events(CONVERSATION)
-    assert [e["kind"] for e in events] == ["turn", "turn", "session_end"]
-    assert [e["message_id"] for e in events[:2]] == ["tg-7-0", "tg-7-1"]
-    assert events == conversation_events(CONVERSATION)  # same ids on a re-save
-    assert events[-1]["message_count"] == 2
-    with pytest.raises(ValueError, match="messages"):
-        conversation_events({**CONVERSATION, "messages": []})
-
-
-def test_save_conversation_goes_through_the_pipeline(db: Any, worker: Any) -> None:
-    from continuum.recall.queries import get_session, search_messages
-
-    out = invoke("save-conversation", "--json", stdin=json.dumps(CONVERSATION))
-    assert out["enqueued"] == 3
-    wait_for(lambda: search_messages("pearl", "Hoffmann garden"))
-    session = wait_for(lambda: get_session("pearl", "tg-7"))
-    wait_for(lambda: (s := get_session("pearl", "tg-7")) and s.status == "ended")
-    assert session.channel == "telegram"
-    bad = runner.invoke(recall_app, ["save-conversation"], input="{not json")
-    assert bad.exit_code == 2

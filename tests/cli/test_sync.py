@@ -38,4 +38,4 @@ def test_sync_then_cron_reports_of_a_day(db: Any, home: Path) -> None:
     other_day = runner.invoke(app, ["cron-reports", "-n", "default", "--day", "2026-02-28"])
     assert other_day.exit_code == 0 and other_day.stdout == ""
     bad_day = runner.invoke(app, ["cron-reports", "-n", "default", "--day", "tuesday"])
-    assert bad_day.exit_code == 2
+    assert bad_day.exit_code == 2 and "'tuesday' is not a date" in bad_day.stderr

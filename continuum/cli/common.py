@@ -1,0 +1,66 @@
+"""What every `continuum` command shares: the consoles, the error exit, JSON output, date
+arguments and the options many commands take.
+
+Light on purpose (the CLI's startup time is every `continuum ...` call's): rich is imported
+when a console is first used, so commands that print only JSON (`emit`) never load it.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import date
+from functools import cache
+from typing import TYPE_CHECKING, Any, NoReturn
+
+import typer
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+NamespaceOption = typer.Option(..., "--namespace", "-n", help="Tenant (instance).")
+UserOption = typer.Option(None, "--user", help="The user: their items and unowned ones.")
+ChannelOption = typer.Option(None, "--channel", help="Only this channel.")
+JsonOption = typer.Option(False, "--json", help="Print JSON.")
+
+
+@cache
+def console() -> Console:
+    """The stdout console: tables, progress and human-readable output."""
+    from rich.console import Console
+
+    return Console()
+
+
+@cache
+def err_console() -> Console:
+    """The stderr console: errors."""
+    from rich.console import Console
+
+    return Console(stderr=True)
+
+
+def print_error(message: str) -> None:
+    """`error: message` on stderr; rich markup in `message` is printed as is."""
+    from rich.markup import escape
+
+    err_console().print(f"[red]error:[/] {escape(message)}")
+
+
+def fail(message: str, code: int = 2) -> NoReturn:
+    """Print the error and end the command with exit code `code`."""
+    print_error(message)
+    raise typer.Exit(code)
+
+
+def print_json(data: Any) -> None:
+    """One line of JSON on stdout (dates and other objects as strings, UTF-8 as is)."""
+    sys.stdout.write(json.dumps(data, default=str, ensure_ascii=False) + "\n")
+
+
+def parse_day(day: str) -> date:
+    """A YYYY-MM-DD argument, or exit 2 saying what is expected."""
+    try:
+        return date.fromisoformat(day)
+    except ValueError:
+        fail(f"{day!r} is not a date; use YYYY-MM-DD")

@@ -1,0 +1,74 @@
+"""`continuum messages search|recent|day`: raw conversation messages, as stored."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import TYPE_CHECKING
+
+import typer
+
+from continuum.cli.common import (
+    ChannelOption,
+    JsonOption,
+    NamespaceOption,
+    console,
+    parse_day,
+    print_json,
+)
+
+if TYPE_CHECKING:
+    from continuum.recall.queries import MessageHit
+
+app = typer.Typer()
+messages_app = typer.Typer(help="Raw conversation messages.")
+app.add_typer(messages_app, name="messages")
+
+
+def _print_hits(hits: list[MessageHit], as_json: bool) -> None:
+    if as_json:
+        print_json([asdict(hit) for hit in hits])
+        return
+    for hit in hits:
+        console().print(
+            f"[dim]{hit.created_at:%Y-%m-%d %H:%M}[/] [cyan]{hit.channel or '-'}[/] "
+            f"[bold]{hit.role}[/] {hit.content}",
+            highlight=False,
+        )
+
+
+@messages_app.command("search")
+def messages_search(
+    query: str,
+    namespace: str = NamespaceOption,
+    limit: int = typer.Option(20, "--limit"),
+    channel: str = ChannelOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Full-text search of raw messages."""
+    from continuum.recall.queries import search_messages
+
+    _print_hits(search_messages(namespace, query, limit=limit, channel=channel), as_json)
+
+
+@messages_app.command("recent")
+def messages_recent(
+    namespace: str = NamespaceOption,
+    limit: int = typer.Option(20, "--limit"),
+    as_json: bool = JsonOption,
+) -> None:
+    """The last N messages, oldest first."""
+    from continuum.recall.queries import recent_messages
+
+    _print_hits(recent_messages(namespace, limit=limit), as_json)
+
+
+@messages_app.command("day")
+def messages_day(
+    day: str = typer.Argument(..., help="YYYY-MM-DD (UTC)"),
+    namespace: str = NamespaceOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """One day's conversation across sessions and channels."""
+    from continuum.recall.queries import day_messages
+
+    _print_hits(day_messages(namespace, parse_day(day)), as_json)
