@@ -6,6 +6,9 @@ fault tests). So every batch a producer publishes is also written to this ledger
 plus a time index, in the broker's Redis) and settled by the worker that processed it. A
 sweep re-publishes batches that stayed unsettled past a grace period while the queue is
 drained — only the events not already processed, which are idempotent anyway.
+
+Producers only `record` (Redis); the database, which the sweep alone reads, is imported
+inside it, so publishing an event never loads SQLAlchemy.
 """
 
 from __future__ import annotations
@@ -16,11 +19,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import select, tuple_
-
 from continuum.contract.queues import EVENTS
-from continuum.store.engine import session_scope
-from continuum.store.models import DeadLetter, ProcessedEvent
 from continuum.store.redis_client import SyncRedis
 
 ENTRIES = "continuum:inflight"
@@ -61,6 +60,11 @@ class SweepResult:
 
 def _unfinished(batch_id: str, payloads: list[Any]) -> list[Any]:
     """The payloads of a batch that no worker has processed or dead-lettered."""
+    from sqlalchemy import select, tuple_
+
+    from continuum.store.engine import session_scope
+    from continuum.store.models import DeadLetter, ProcessedEvent
+
     keys: dict[tuple[str, uuid.UUID], Any] = {}
     unkeyed = []  # no valid namespace + event id: a worker will dead-letter them
     for payload in payloads:

@@ -15,6 +15,8 @@ from typing import Any
 from typer.testing import CliRunner
 
 from continuum.cli.main import app
+from tests.support.events import turn
+from tests.support.wait import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 runner = CliRunner()
@@ -73,6 +75,17 @@ def listed_commands(help_text: str) -> set[str]:
 
 def test_loading_the_command_line_imports_nothing_heavy() -> None:
     assert loaded_heavy_modules("import continuum.cli.main") == []
+
+
+def test_emit_imports_only_what_publishing_needs(db: Any, worker: Any) -> None:
+    from continuum.recall.queries import search_messages
+
+    event = json.dumps(turn("The command line starts fast."))
+    code = ("import sys\nfrom continuum.cli.main import main\n"
+            f"sys.argv = ['continuum', 'emit', 'turn', '--json', {event!r}]\n"
+            "try:\n    main()\nexcept SystemExit as exit:\n    assert not exit.code, exit.code")  # fmt: skip
+    assert set(loaded_heavy_modules(code)) <= {"celery"}  # the publisher, nothing else
+    wait_for(lambda: search_messages("pearl", "command line starts fast"))  # a worker took it
 
 
 def test_help_lists_every_command() -> None:
