@@ -40,10 +40,16 @@ def err_console() -> Console:
     return Console(stderr=True)
 
 
+def escape(text: str) -> str:
+    """`text` for a rich console: markup in it (`[/bold]`) is printed as is, never parsed.
+    Everything stored (messages, memories, channels, topics) goes through it."""
+    from rich.markup import escape as escape_markup
+
+    return escape_markup(text)
+
+
 def print_error(message: str) -> None:
     """`error: message` on stderr; rich markup in `message` is printed as is."""
-    from rich.markup import escape
-
     err_console().print(f"[red]error:[/] {escape(message)}")
 
 

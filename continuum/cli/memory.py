@@ -11,7 +11,15 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from continuum.cli.common import JsonOption, NamespaceOption, UserOption, console, fail, print_json
+from continuum.cli.common import (
+    JsonOption,
+    NamespaceOption,
+    UserOption,
+    console,
+    escape,
+    fail,
+    print_json,
+)
 
 if TYPE_CHECKING:
     from continuum.memory.user_tasks import TaskView
@@ -30,7 +38,6 @@ def preferences(
     as_json: bool = JsonOption,
 ) -> None:
     """The user's active preferences (key → value), by category."""
-    from rich.markup import escape
     from rich.table import Table
 
     from continuum.memory.preferences import get_preferences
@@ -47,7 +54,6 @@ def preferences(
 
 
 def _print_tasks(tasks: list[TaskView], as_json: bool) -> None:
-    from rich.markup import escape
 
     if as_json:
         print_json([asdict(t) for t in tasks])
@@ -155,7 +161,6 @@ def conflicts(
     namespace: str = NamespaceOption, user_id: str = UserOption, as_json: bool = JsonOption
 ) -> None:
     """Quarantined memories beside the trusted ones they contradict, for review."""
-    from rich.markup import escape
     from rich.table import Table
 
     from continuum.memory.claims import conflicts as open_conflicts
@@ -199,4 +204,4 @@ def maintenance(
             console().print(table)
         if dry_run:
             for action in report.plan:
-                console().print(f"  {json.dumps(action)[:160]}", highlight=False)
+                console().print(f"  {escape(json.dumps(action)[:160])}", highlight=False)

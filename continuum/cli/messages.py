@@ -12,6 +12,7 @@ from continuum.cli.common import (
     JsonOption,
     NamespaceOption,
     console,
+    escape,
     parse_day,
     print_json,
 )
@@ -30,8 +31,8 @@ def _print_hits(hits: list[MessageHit], as_json: bool) -> None:
         return
     for hit in hits:
         console().print(
-            f"[dim]{hit.created_at:%Y-%m-%d %H:%M}[/] [cyan]{hit.channel or '-'}[/] "
-            f"[bold]{hit.role}[/] {hit.content}",
+            f"[dim]{hit.created_at:%Y-%m-%d %H:%M}[/] [cyan]{escape(hit.channel or '-')}[/] "
+            f"[bold]{escape(hit.role)}[/] {escape(hit.content)}",
             highlight=False,
         )
 

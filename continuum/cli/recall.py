@@ -10,7 +10,14 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from continuum.cli.common import JsonOption, NamespaceOption, UserOption, console, print_json
+from continuum.cli.common import (
+    JsonOption,
+    NamespaceOption,
+    UserOption,
+    console,
+    escape,
+    print_json,
+)
 
 if TYPE_CHECKING:
     from continuum.recall.context import ContextResult
@@ -30,10 +37,11 @@ def _print_result(result: ContextResult, as_json: bool, explain: bool) -> None:
     if explain:
         for item in result.items:
             console().print(
-                f"[green]+[/] {item.ref} ({item.tokens} tok) {item.why}", highlight=False
+                f"[green]+[/] {escape(item.ref)} ({item.tokens} tok) {escape(item.why)}",
+                highlight=False,
             )
         for gone in result.excluded:
-            console().print(f"[red]-[/] {gone.ref}: {gone.reason}", highlight=False)
+            console().print(f"[red]-[/] {escape(gone.ref)}: {escape(gone.reason)}", highlight=False)
         console().print(f"[dim]{result.tokens_used} tokens, query {result.query_id}[/]")
 
 
@@ -47,8 +55,8 @@ def _print_listing(rows: list[dict[str, Any]], as_json: bool) -> None:
     for row in rows:
         when = row["created_at"] and render_when(datetime.fromisoformat(row["created_at"]), now)
         console().print(
-            f"[dim]{when or ''}[/] [cyan]{row['channel'] or '-'}[/] [bold]{row['kind']}[/] "
-            f"{row['content']}",
+            f"[dim]{when or ''}[/] [cyan]{escape(row['channel'] or '-')}[/] "
+            f"[bold]{escape(row['kind'])}[/] {escape(row['content'])}",
             highlight=False,
         )
 

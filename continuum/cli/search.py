@@ -5,7 +5,14 @@ from __future__ import annotations
 
 import typer
 
-from continuum.cli.common import JsonOption, NamespaceOption, UserOption, console, print_json
+from continuum.cli.common import (
+    JsonOption,
+    NamespaceOption,
+    UserOption,
+    console,
+    escape,
+    print_json,
+)
 
 app = typer.Typer()
 
@@ -22,8 +29,6 @@ def search(
     as_json: bool = JsonOption,
 ) -> None:
     """Hybrid search (meaning + words) over memories and messages, with source message ids."""
-    from rich.markup import escape
-
     from continuum.recall.search import SearchFilters, Source
     from continuum.recall.search import search as hybrid_search
 
@@ -35,8 +40,8 @@ def search(
         return
     for hit in hits:
         console().print(
-            f"[dim]{hit.score:.4f} {hit.created_at:%Y-%m-%d %H:%M}[/] [cyan]{hit.source}:{hit.kind}[/] "
-            f"{escape(hit.content)} [dim]← {', '.join(hit.source_message_ids)}[/]",
+            f"[dim]{hit.score:.4f} {hit.created_at:%Y-%m-%d %H:%M}[/] [cyan]{hit.source}:{escape(hit.kind)}[/] "
+            f"{escape(hit.content)} [dim]← {escape(', '.join(hit.source_message_ids))}[/]",
             highlight=False,
         )
 

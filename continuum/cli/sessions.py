@@ -7,7 +7,14 @@ from dataclasses import asdict
 
 import typer
 
-from continuum.cli.common import ChannelOption, JsonOption, NamespaceOption, console, print_json
+from continuum.cli.common import (
+    ChannelOption,
+    JsonOption,
+    NamespaceOption,
+    console,
+    escape,
+    print_json,
+)
 
 app = typer.Typer()
 handoff_app = typer.Typer(help="Channel handoffs (voice → Discord …), read once, 10 min TTL.")
@@ -28,8 +35,9 @@ def sessions(namespace: str = NamespaceOption, as_json: bool = JsonOption) -> No
         return
     table = Table("channel", "session", "user", "started", "last active", "topic")
     for s in active:
-        table.add_row(s.channel, s.session_id, s.user_id or "", s.started_at or "",
-                      s.last_active, s.topic or "")  # fmt: skip
+        cells = (s.channel, s.session_id, s.user_id or "", s.started_at or "", s.last_active,
+                 s.topic or "")  # fmt: skip
+        table.add_row(*map(escape, cells))
     console().print(table)
 
 
@@ -47,7 +55,7 @@ def topic(
         print_json(found)
         return
     for name, slug in found.items():
-        console().print(f"[cyan]{name}[/] {slug}")
+        console().print(f"[cyan]{escape(name)}[/] {escape(slug)}")
 
 
 @handoff_app.command("send")

@@ -39,3 +39,21 @@ def test_a_bad_day_is_refused_and_printed_as_given() -> None:
     bad = runner.invoke(app, ["messages", "day", "[bold]tuesday", "-n", "pearl"])
     assert bad.exit_code == 2 and bad.stdout == ""
     assert "error: '[bold]tuesday' is not a date; use YYYY-MM-DD" in bad.stderr
+
+
+def test_stored_text_with_markup_is_printed_as_stored(db: Any) -> None:
+    """Content, channels and topics are data: `[/bold]` in them never reaches rich's parser
+    (it crashed the readers with MarkupError)."""
+    from continuum.cli.main import app as main_app
+    from continuum.pipeline.ingest import ingest_batch
+
+    text = "a closing [/bold] tag and [red]colour[/red] in a message"
+    ingest_batch([turn(text, message_id="m1")])
+    for args in (["messages", "recent", "-n", "pearl"], ["messages", "search", "closing tag",
+                 "-n", "pearl"], ["messages", "day", T0.date().isoformat(), "-n", "pearl"],
+                 ["search", "closing tag", "-n", "pearl"], ["topic", "-n", "pearl"],
+                 ["sessions", "-n", "pearl"]):  # fmt: skip
+        result = runner.invoke(main_app, args, terminal_width=200)
+        assert result.exit_code == 0, (args, result.output)
+        if args[0] != "sessions" and args[0] != "topic":
+            assert text in " ".join(result.stdout.split()), args
