@@ -98,6 +98,7 @@ class Settings(BaseSettings):
     flower_user: str = "admin"
     flower_password: str | None = None
     flower_port: int = 5555
+    flower_address: str = "127.0.0.1"
 
     @field_validator("namespaces", "private_namespaces", "sync_roots", mode="before")
     @classmethod

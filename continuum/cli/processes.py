@@ -52,6 +52,20 @@ def beat_argv(schedule_file: Path, loglevel: str = "INFO") -> list[str]:
 
 
 def flower_argv(port: int | None = None) -> list[str]:
+    """Flower on CONTINUUM_FLOWER_ADDRESS (loopback unless widened). Its credentials are not
+    here: they travel in the environment (`flower_env`), never in a command line `ps` shows."""
+    from continuum.config import get_settings
+
+    settings = get_settings()
+    flower_credentials()  # refuse a bad configuration before anything starts
+    return [sys.executable, "-m", "celery", "-A", "workers", "flower",
+            f"--address={settings.flower_address}", f"--port={port or settings.flower_port}"]  # fmt: skip
+
+
+def flower_credentials() -> str:
+    """`user:password` for Flower's basic auth. Flower splits its setting on commas (several
+    users), so a comma would let the part before it log in alone: refused, as is a colon in
+    the user name."""
     from continuum.config import ConfigError, get_settings
 
     settings = get_settings()
@@ -60,9 +74,17 @@ def flower_argv(port: int | None = None) -> list[str]:
             "Flower runs with basic auth: set CONTINUUM_FLOWER_PASSWORD "
             "(and optionally CONTINUUM_FLOWER_USER, default 'admin')."
         )
-    return [sys.executable, "-m", "celery", "-A", "workers", "flower",
-            f"--port={port or settings.flower_port}",
-            f"--basic-auth={settings.flower_user}:{settings.flower_password}"]  # fmt: skip
+    if "," in settings.flower_user + settings.flower_password or ":" in settings.flower_user:
+        raise ConfigError(
+            "CONTINUUM_FLOWER_USER and CONTINUUM_FLOWER_PASSWORD may not contain a comma "
+            "(and the user no colon): Flower would split them; choose others."
+        )
+    return f"{settings.flower_user}:{settings.flower_password}"
+
+
+def flower_env() -> dict[str, str]:
+    """The environment Flower runs with: ours plus its basic auth."""
+    return {**child_env(), "FLOWER_BASIC_AUTH": flower_credentials()}
 
 
 def child_env() -> dict[str, str]:
@@ -76,12 +98,19 @@ def child_env() -> dict[str, str]:
     return env
 
 
-def spawn(argv: list[str], log_file: Path) -> subprocess.Popen[bytes]:
-    """Start a process in its own group, output appended to `log_file`."""
+def spawn(
+    argv: list[str], log_file: Path, env: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    """Start a process in its own group (environment `env`, default `child_env()`), output
+    appended to `log_file`."""
     log_file.parent.mkdir(parents=True, exist_ok=True)
     with log_file.open("ab") as out:
         return subprocess.Popen(
-            argv, stdout=out, stderr=subprocess.STDOUT, env=child_env(), start_new_session=True
+            argv,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env or child_env(),
+            start_new_session=True,
         )
 
 
@@ -97,8 +126,8 @@ def stop(proc: subprocess.Popen[bytes], timeout: float = 30.0) -> int:
     return int(proc.returncode)
 
 
-def _exec(argv: list[str]) -> None:
-    os.execvpe(argv[0], argv, child_env())
+def _exec(argv: list[str], env: dict[str, str] | None = None) -> None:
+    os.execvpe(argv[0], argv, env or child_env())
 
 
 @app.command()
@@ -133,11 +162,12 @@ def beat(loglevel: str = typer.Option("INFO", "--loglevel", "-l")) -> None:
 
 @app.command()
 def flower(port: int = typer.Option(None, "--port")) -> None:
-    """Run Flower with basic auth (CONTINUUM_FLOWER_USER / CONTINUUM_FLOWER_PASSWORD)."""
+    """Run Flower with basic auth (CONTINUUM_FLOWER_USER / _PASSWORD) on
+    CONTINUUM_FLOWER_ADDRESS (default 127.0.0.1)."""
     from continuum.config import ConfigError
 
     try:
-        argv = flower_argv(port)
+        argv, env = flower_argv(port), flower_env()
     except ConfigError as exc:
         fail(str(exc))
-    _exec(argv)
+    _exec(argv, env)

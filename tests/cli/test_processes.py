@@ -1,12 +1,17 @@
-"""`continuum worker|flower` refuse a bad configuration before exec'ing Celery."""
+"""`continuum worker|flower`: a bad configuration is refused before Celery starts; Flower
+runs bound to loopback with its credentials out of its command line."""
 
 from __future__ import annotations
 
+import socket
+from pathlib import Path
 from typing import Any
 
+import pytest
 from typer.testing import CliRunner
 
-from continuum.cli.processes import app
+from continuum.cli.processes import app, flower_argv, flower_env, spawn, stop
+from tests.support.wait import wait_for
 
 runner = CliRunner()
 
@@ -20,3 +25,61 @@ def test_flower_refuses_to_run_without_auth(servers: Any, settings_env: Any) -> 
 def test_worker_refuses_unknown_queues() -> None:
     result = runner.invoke(app, ["worker", "-Q", "events,bogus"])
     assert result.exit_code == 2 and "unknown queue(s) bogus" in result.stderr
+
+
+def test_flower_refuses_a_password_it_would_split(servers: Any, settings_env: Any) -> None:
+    settings_env(flower_password="secret,more")
+    result = runner.invoke(app, ["flower"])
+    assert result.exit_code == 2 and "comma" in result.stderr
+
+
+def test_flower_listens_on_loopback_with_its_credentials_out_of_argv(
+    servers: Any, settings_env: Any, tmp_path: Path
+) -> None:
+    """The password never appears in the process's command line, basic auth is on, and the
+    server is bound to 127.0.0.1 (not reachable on another local address)."""
+    import httpx
+
+    settings_env(flower_password="s3cret-pass")
+    port = free_port()
+    flower = spawn(flower_argv(port), tmp_path / "flower.log", env=flower_env())
+    try:
+        url = f"http://127.0.0.1:{port}/"
+        wait_for(lambda: _answers(url), timeout=60)
+        assert httpx.get(url).status_code == 401
+        assert httpx.get(url, auth=("admin", "s3cret-pass")).status_code == 200
+        cmdline = Path(f"/proc/{flower.pid}/cmdline").read_bytes()
+        assert b"s3cret" not in cmdline and b"--address=127.0.0.1" in cmdline
+        other = outward_address()
+        if other:  # a non-loopback address of this host, if it has one
+            with pytest.raises(httpx.ConnectError):
+                httpx.get(f"http://{other}:{port}/", timeout=2)
+    finally:
+        stop(flower)
+
+
+def _answers(url: str) -> bool:
+    import httpx
+
+    try:
+        httpx.get(url, timeout=1)
+    except httpx.HTTPError:
+        return False
+    return True
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def outward_address() -> str | None:
+    """An address of this host other than loopback (None when it has only loopback)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("192.0.2.1", 9))  # TEST-NET-1: nothing is sent
+        except OSError:
+            return None
+        address = str(probe.getsockname()[0])
+    return None if address.startswith("127.") else address
