@@ -95,6 +95,12 @@ class Settings(BaseSettings):
     sync_workers: int = Field(default=2, ge=1)
     sync_time_budget_s: float = Field(default=180.0, gt=0)
 
+    redis_wait_s: float = Field(
+        default=5.0, ge=0, description="producers, the API and the CLI: how long Redis may be away"
+    )
+    worker_redis_wait_s: float = Field(
+        default=75.0, ge=0, description="workers: how long a task rides out a Redis outage"
+    )
     flower_user: str = "admin"
     flower_password: str | None = None
     flower_port: int = 5555

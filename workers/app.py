@@ -6,7 +6,10 @@ from celery import Celery
 
 import beat_schedule
 from continuum.config import get_settings
+from continuum.store import redis_client
 from workers.config import celery_config
+
+redis_client.in_worker()
 
 app = Celery(
     "continuum",

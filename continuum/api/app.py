@@ -9,11 +9,14 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from fastapi import FastAPI
+import redis
+from fastapi import FastAPI, Request, status
 from fastapi.openapi.utils import get_openapi
+from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
 
 from continuum.api import prometheus
+from continuum.api.errors import detail
 from continuum.api.limits import DEFAULT_MAX_BODY_BYTES, BodySizeLimit
 from continuum.api.routes import (
     account,
@@ -29,6 +32,7 @@ from continuum.api.routes import (
     ui,
 )
 from continuum.contract.client import MemoryClient
+from continuum.store.redis_client import wait_s
 
 ROUTERS = (
     account.router,
@@ -64,6 +68,16 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
     return app.openapi_schema
 
 
+async def _redis_unavailable(request: Request, exc: Exception) -> JSONResponse:
+    """Redis stayed unreachable for CONTINUUM_REDIS_WAIT_S: 503, not a 500 after minutes."""
+    message = f"Redis unreachable for {wait_s():g}s ({exc}); retry later"
+    return JSONResponse(
+        {"detail": [detail([], message, "service_unavailable")]},
+        status_code=status.HTTP_503_SERVICE_UNAVAILABLE,
+        headers={"Retry-After": "5"},
+    )
+
+
 def create_app(max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> FastAPI:
     app = FastAPI(
         title="Continuum",
@@ -75,5 +89,7 @@ def create_app(max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> FastAPI:
         app.include_router(router)
     app.mount("/static", StaticFiles(directory=ui.STATIC_DIR), name="static")
     app.add_middleware(BodySizeLimit, max_bytes=max_body_bytes)
+    app.add_exception_handler(redis.ConnectionError, _redis_unavailable)
+    app.add_exception_handler(redis.TimeoutError, _redis_unavailable)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app

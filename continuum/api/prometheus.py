@@ -45,12 +45,15 @@ def _queue_keys(queue: str) -> list[str]:
     return [queue if step == 0 else f"{queue}{Channel.sep}{step}" for step in PRIORITY_STEPS]
 
 
-def _queues() -> Iterator[Metric]:
-    # Its own short-timeout client, no retries: a down broker must not stall the scrape.
-    url = get_settings().resolved_broker_url()
-    with redis.Redis.from_url(
+def _scrape_client(url: str) -> redis.Redis:
+    """A short-timeout client without retries: a down Redis must not stall the scrape."""
+    return redis.Redis.from_url(
         url, socket_connect_timeout=BROKER_TIMEOUT_S, socket_timeout=BROKER_TIMEOUT_S, retry=None
-    ) as client:
+    )
+
+
+def _queues() -> Iterator[Metric]:
+    with _scrape_client(get_settings().resolved_broker_url()) as client:
         pipe = client.pipeline(transaction=False)
         for queue in ALL_QUEUES:
             for key in _queue_keys(queue):
@@ -84,7 +87,9 @@ def _dead_letters() -> Iterator[Metric]:
 
 
 def _counters() -> Iterator[Metric]:
-    for name, value in metrics.snapshot().items():
+    with _scrape_client(get_settings().resolved_redis_url()) as client:
+        counters = metrics.snapshot(client)
+    for name, value in counters.items():
         help_text = COUNTER_HELP.get(name, f"Pipeline counter {name}.")
         yield CounterMetricFamily(f"continuum_{name}", help_text, value=value)
 

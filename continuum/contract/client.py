@@ -21,15 +21,19 @@ from continuum.config import get_settings
 from continuum.contract import ledger
 from continuum.contract.events import Event, EventError, event_payload, parse_events
 from continuum.contract.queues import INGEST_EVENTS, queue_for
-from continuum.store.redis_client import get_redis
+from continuum.store.redis_client import get_redis, retries_for, wait_s
 
-# Retry publishing while the broker restarts: up to ~60 s, then fail loudly.
-PUBLISH_RETRY_POLICY = {
-    "max_retries": 40,
-    "interval_start": 0.1,
-    "interval_step": 0.5,
-    "interval_max": 2.0,
-}
+
+def publish_retry_policy() -> dict[str, float]:
+    """kombu's retry policy for a publish: keep trying while the broker restarts, for as long
+    as this process's Redis calls do (CONTINUUM_REDIS_WAIT_S for producers), then fail loudly."""
+    step, cap = 0.25, 1.0
+    return {
+        "max_retries": retries_for(wait_s(), base=step, cap=cap),
+        "interval_start": 0,
+        "interval_step": step,
+        "interval_max": cap,
+    }
 
 
 class EnqueueError(RuntimeError):
@@ -79,7 +83,7 @@ class MemoryClient:
                 task_id=batch_id,
                 queue=queue_for(INGEST_EVENTS),
                 retry=True,
-                retry_policy=PUBLISH_RETRY_POLICY,
+                retry_policy=publish_retry_policy(),
             )
         except (OperationalError, redis.RedisError) as exc:
             raise EnqueueError(

@@ -11,7 +11,7 @@ from typing import Any
 
 from celery import Celery
 
-from continuum.contract.client import PUBLISH_RETRY_POLICY, producer_app
+from continuum.contract.client import producer_app, publish_retry_policy
 from continuum.contract.queues import queue_for
 
 
@@ -28,5 +28,5 @@ def send(task_name: str, *args: Any) -> None:
         args=list(args),
         queue=queue_for(task_name),
         retry=True,
-        retry_policy=PUBLISH_RETRY_POLICY,
+        retry_policy=publish_retry_policy(),
     )

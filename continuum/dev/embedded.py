@@ -15,6 +15,8 @@ import socket
 import subprocess
 import time
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -224,10 +226,18 @@ class EmbeddedServers:
 
     def restart_redis(self, down_s: float = 0.0) -> None:
         """Stop Redis (its AOF keeps queued messages), wait `down_s`, start it on the same port."""
+        with self.redis_stopped():
+            time.sleep(down_s)
+
+    @contextmanager
+    def redis_stopped(self) -> Iterator[None]:
+        """Redis is down inside the block (an outage), back on the same port after it."""
         port = int(self._state()["redis_port"])
         self._stop_redis(port)
-        time.sleep(down_s)
-        self._start_redis(port)
+        try:
+            yield
+        finally:
+            self._start_redis(port)
 
     def status(self) -> list[ServerStatus]:
         state = self._state()

@@ -6,7 +6,7 @@ import logging
 
 import redis
 
-from continuum.store.redis_client import get_redis
+from continuum.store.redis_client import SyncRedis, get_redis
 
 log = logging.getLogger(__name__)
 PREFIX = "continuum:metrics:"
@@ -28,8 +28,9 @@ def incr(name: str, amount: int = 1) -> None:
         log.warning("metric %s not counted: %s", name, exc)
 
 
-def snapshot() -> dict[str, int]:
-    client = get_redis()
+def snapshot(client: SyncRedis | None = None) -> dict[str, int]:
+    """Every counter by name (from `client`, default the process's Redis client)."""
+    client = client or get_redis()
     keys = sorted(client.scan_iter(match=PREFIX + "*"))
     values = client.mget(keys) if keys else []
     return {

@@ -17,6 +17,33 @@ from continuum.config import get_settings
 SyncRedis = Any
 
 _clients: dict[tuple[int, str], SyncRedis] = {}
+BACKOFF_BASE_S = 0.05
+BACKOFF_CAP_S = 1.0
+_worker_process = False
+
+
+def in_worker() -> None:
+    """This process is a Celery worker: its Redis calls ride out an outage for
+    CONTINUUM_WORKER_REDIS_WAIT_S (a task's work is not lost to a restart). Producers, the API
+    and the CLI give up after CONTINUUM_REDIS_WAIT_S and say so."""
+    global _worker_process
+    _worker_process = True
+    _clients.clear()
+
+
+def wait_s() -> float:
+    """How long a Redis call of this process keeps retrying while Redis is unreachable."""
+    settings = get_settings()
+    return settings.worker_redis_wait_s if _worker_process else settings.redis_wait_s
+
+
+def retries_for(wait: float, base: float = BACKOFF_BASE_S, cap: float = BACKOFF_CAP_S) -> int:
+    """How many retries of an exponential backoff (base, doubling, capped) add up to `wait`."""
+    retries, spent = 0, 0.0
+    while spent < wait:
+        spent += min(cap, base * 2**retries)
+        retries += 1
+    return retries
 
 
 def get_redis(url: str | None = None) -> SyncRedis:
@@ -32,7 +59,9 @@ def get_redis(url: str | None = None) -> SyncRedis:
             socket_keepalive=True,
             socket_connect_timeout=5,
             socket_timeout=10,
-            retry=Retry(ExponentialBackoff(cap=2.0, base=0.05), 40),
+            retry=Retry(
+                ExponentialBackoff(cap=BACKOFF_CAP_S, base=BACKOFF_BASE_S), retries_for(wait_s())
+            ),
             retry_on_error=[redis.ConnectionError, redis.TimeoutError],
         )
         _clients[key] = client

@@ -178,3 +178,52 @@ def test_bounded_soak_drains_with_flat_memory(db: Any, start_worker: Any, server
     print(f"soak: {found['processed']} events, worker RSS {rss[-1] / 2**20:.0f} MiB, "
           f"growth after warm-up {growth_mb:.1f} MiB")  # fmt: skip
     assert growth_mb < 64
+
+
+def test_a_redis_outage_has_documented_bounds(
+    servers: Any, settings_env: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With Redis down, a producer fails within CONTINUUM_REDIS_WAIT_S (it blocked ~75 s),
+    a Redis-backed API read answers 503 (was a 500 after 73 s), /metrics answers at once
+    from what it can reach; all work again when Redis is back."""
+    from fastapi.testclient import TestClient
+
+    from continuum.api import create_app
+    from continuum.api.tokens import create_token
+    from continuum.contract.client import EnqueueError
+    from continuum.store import redis_client
+
+    monkeypatch.setattr(redis_client, "_worker_process", False)  # this test is a producer
+    monkeypatch.setattr(redis_client, "_clients", {})
+    settings_env(redis_wait_s=2)
+    token, _ = create_token(["pearl"])
+    headers = {"Authorization": f"Bearer {token}"}
+    client = MemoryClient()
+    with TestClient(create_app()) as api, EmbeddedServers(TEST_HOME).redis_stopped():
+        started = time.monotonic()
+        with pytest.raises(EnqueueError, match="broker unreachable"):
+            client.emit(turn("Sent while Redis is down", message_id="down"))
+        assert time.monotonic() - started < 8
+        started = time.monotonic()
+        active = api.get("/v1/sessions/active", headers=headers)
+        assert active.status_code == 503 and "Redis unreachable" in active.text
+        assert time.monotonic() - started < 8
+        started = time.monotonic()
+        scrape = api.get("/metrics")
+        assert (
+            scrape.status_code == 200 and 'continuum_source_up{source="redis"} 0.0' in scrape.text
+        )
+        assert 'continuum_source_up{source="postgres"} 1.0' in scrape.text
+        assert time.monotonic() - started < 8
+    wait_for(lambda: _emits(client), timeout=30)
+    client.close()
+
+
+def _emits(client: MemoryClient) -> bool:
+    from continuum.contract.client import EnqueueError
+
+    try:
+        client.emit(turn("Sent after Redis came back", message_id="back"))
+    except EnqueueError:
+        return False
+    return True
