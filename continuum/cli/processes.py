@@ -8,14 +8,23 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import typer
 
 from continuum.cli.common import fail
-from continuum.contract.queues import ALL_QUEUES
+from continuum.contract.queues import ALL_QUEUES, EMBED, EVENTS, EXTRACT, MAINTENANCE, NARRATIVE
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
+# `continuum worker` without -Q: one Celery worker per group, so ingesting events never waits
+# behind slow work (an LLM call that hangs to its deadline, a sync, an embedding batch).
+# The groups of docker/compose.yml, on one host.
+WORKER_GROUPS: tuple[tuple[str, tuple[str, ...], int | None], ...] = (
+    ("ingest", (EVENTS,), None),  # (name, queues, fixed concurrency or None for -c)
+    ("embed", (EMBED,), 1),  # CPU-bound, one model in memory
+    ("background", (EXTRACT, MAINTENANCE, NARRATIVE), None),
+)
 
 app = typer.Typer()
 
@@ -132,22 +141,48 @@ def _exec(argv: list[str], env: dict[str, str] | None = None) -> None:
 
 @app.command()
 def worker(
-    queues: str = typer.Option(None, "--queues", "-Q", help="Comma separated; default all."),
+    queues: str = typer.Option(
+        None, "--queues", "-Q", help="Comma separated; default: every queue, in separate groups."
+    ),
     concurrency: int = typer.Option(None, "--concurrency", "-c"),
     pool: str = typer.Option("prefork", "--pool", "-P"),
     events: bool = typer.Option(False, "--events", "-E", help="Send task events (Flower)."),
     loglevel: str = typer.Option("INFO", "--loglevel", "-l"),
 ) -> None:
-    """Run a Celery worker with Continuum's configuration."""
+    """Run Celery workers with Continuum's configuration: with -Q one worker on those queues;
+    without, one worker per group (ingest: events; embed; background: extract, maintenance,
+    narrative), so slow work never holds back ingestion."""
     from continuum.config import ConfigError
 
     try:
-        argv = worker_argv(
-            queues.split(",") if queues else None, concurrency, pool, loglevel, events=events
-        )
+        if queues:
+            _exec(worker_argv(queues.split(","), concurrency, pool, loglevel, events=events))
+        argvs = [
+            worker_argv(list(group), fixed or concurrency, pool, loglevel, f"{name}@%h", events)
+            for name, group, fixed in WORKER_GROUPS
+        ]
     except ConfigError as exc:
         fail(str(exc))
-    _exec(argv)
+    raise typer.Exit(supervise(argvs))
+
+
+def supervise(argvs: list[list[str]]) -> int:
+    """Run the workers together: a signal (SIGTERM, SIGINT) goes to all of them, and when
+    one ends the others are stopped. Returns the first exit code that was not 0."""
+    procs = [subprocess.Popen(argv, env=child_env()) for argv in argvs]
+
+    def forward(signum: int, _frame: object) -> None:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.send_signal(signum)
+
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, forward)
+    while all(proc.poll() is None for proc in procs):
+        time.sleep(0.5)
+    forward(signal.SIGTERM, None)
+    codes = [proc.wait() for proc in procs]
+    return next((code for code in codes if code), 0)
 
 
 @app.command()

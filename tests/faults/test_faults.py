@@ -5,9 +5,11 @@ Each scenario prints its figures (events sent, persisted, duplicates, recovery t
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 import uuid
+from pathlib import Path
 from typing import Any
 
 import psutil
@@ -227,3 +229,35 @@ def _emits(client: MemoryClient) -> bool:
     except EnqueueError:
         return False
     return True
+
+
+def test_a_hanging_llm_never_holds_back_ingestion(
+    db: Any, servers: Any, settings_env: Any, tmp_path: Path, client: MemoryClient
+) -> None:
+    """`continuum worker` (no -Q) runs ingestion in its own worker: with every background
+    child stuck in an LLM call, turns still land at once (5 turns took 148 s before; with one
+    worker on every queue this test fails)."""
+    from continuum.cli.processes import spawn, stop
+    from continuum.contract.dispatch import send
+    from continuum.contract.queues import EXTRACT_CHUNK
+    from continuum.pipeline.ingest import ingest_batch
+    from tests.support.fake_llm import fake_llm_server
+
+    with fake_llm_server() as fake:
+        fake.mode, fake.delay_s = "slow", 60.0
+        settings_env(llm_base_url=fake.url, llm_timeout_s=45)
+        ingest_batch([turn(f"Earlier message {i} about the fence", message_id=f"e{i}", at=i)
+                      for i in range(4)])  # fmt: skip
+        continuum = str(Path(sys.executable).parent / "continuum")
+        supervisor = spawn([continuum, "worker", "-l", "WARNING"], tmp_path / "worker.log")
+        try:
+            for i in range(4):
+                send(EXTRACT_CHUNK, "pearl", "voice-1", [f"e{i}"])
+            wait_for(lambda: len(fake.requests) >= 2, timeout=90)  # the background is stuck
+            started = time.monotonic()
+            client.emit_many([turn(f"New turn {i} about the gate", message_id=f"n{i}", at=100 + i)
+                              for i in range(5)])  # fmt: skip
+            wait_for(lambda: figures()["messages"] == 9, timeout=30)
+            assert time.monotonic() - started < 20  # the LLM calls hang for 45 s
+        finally:
+            stop(supervisor, timeout=5)
