@@ -54,6 +54,8 @@ def emit(
         data = json.loads(raw)
     except json.JSONDecodeError as exc:
         fail(f"input is not JSON: {exc}")
+    except RecursionError:
+        fail("input is nested too deeply to read")
     items = data if isinstance(data, list) else [data]
     for index, item in enumerate(items):
         if isinstance(item, dict) and item.setdefault("kind", kind) != kind:

@@ -288,6 +288,12 @@ def test_input_nested_past_the_parser_is_a_clear_error(servers: Any, client: Any
             "/v1/events", headers={"Authorization": f"Bearer {token}"}, content=deep
         )
     assert response.status_code == 400 and "nested" in response.text
+    from typer.testing import CliRunner
+
+    from continuum.cli.main import app as cli
+
+    result = CliRunner().invoke(cli, ["emit", "turn", "--json", deep])
+    assert result.exit_code == 2 and "nested too deeply" in result.output
     for not_a_batch in (42, None, {"kind": "turn"}, "turns"):
         with pytest.raises(EventError):
             client.emit_many(not_a_batch)
