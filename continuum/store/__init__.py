@@ -1,1 +1,2 @@
-"""Storage: SQLAlchemy models, engine handling and Alembic migrations."""
+"""Storage: Postgres (models, engine, bulk writes, Alembic migrations) and Redis (client, ephemeral
+state), dead letters, pipeline metrics, readiness checks, and making text storable."""
