@@ -48,7 +48,11 @@ def _queue_keys(queue: str) -> list[str]:
 def _scrape_client(url: str) -> redis.Redis:
     """A short-timeout client without retries: a down Redis must not stall the scrape."""
     return redis.Redis.from_url(
-        url, socket_connect_timeout=BROKER_TIMEOUT_S, socket_timeout=BROKER_TIMEOUT_S, retry=None
+        url,
+        socket_connect_timeout=BROKER_TIMEOUT_S,
+        socket_timeout=BROKER_TIMEOUT_S,
+        retry=None,
+        decode_responses=True,
     )
 
 
