@@ -23,20 +23,20 @@ RESULTS_DIR = ROOT / "bench" / "results"
 console = Console()
 
 
-def bench_servers() -> dict[str, str]:
-    """Embedded servers under .continuum-bench with a fresh database; env points at them."""
+def bench_servers(home: Path = BENCH_HOME, database: str = BENCH_DATABASE) -> dict[str, str]:
+    """Embedded servers under `home` with a fresh `database`; env points at them."""
     import psycopg
 
     from continuum.config import get_settings
     from continuum.dev.embedded import EmbeddedServers
 
-    urls = EmbeddedServers(BENCH_HOME).up()
+    urls = EmbeddedServers(home).up()
     with psycopg.connect(urls["database_url"].replace("+psycopg", ""), autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{BENCH_DATABASE}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{BENCH_DATABASE}"')
-    database_url = urls["database_url"].replace("/continuum?", f"/{BENCH_DATABASE}?")
+        conn.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{database}"')
+    database_url = urls["database_url"].replace("/continuum?", f"/{database}?")
     os.environ.update(
-        CONTINUUM_HOME=str(BENCH_HOME),
+        CONTINUUM_HOME=str(home),
         CONTINUUM_DATABASE_URL=database_url,
         CONTINUUM_REDIS_URL=urls["redis_url"],
         CONTINUUM_BROKER_URL=urls["broker_url"],

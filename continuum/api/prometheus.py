@@ -40,7 +40,7 @@ COUNTER_HELP = {
 }
 
 
-def _queue_keys(queue: str) -> list[str]:
+def queue_keys(queue: str) -> list[str]:
     """kombu's Redis lists of a queue: the name itself, then one per priority step."""
     return [queue if step == 0 else f"{queue}{Channel.sep}{step}" for step in PRIORITY_STEPS]
 
@@ -60,7 +60,7 @@ def _queues() -> Iterator[Metric]:
     with _scrape_client(get_settings().resolved_broker_url()) as client:
         pipe = client.pipeline(transaction=False)
         for queue in ALL_QUEUES:
-            for key in _queue_keys(queue):
+            for key in queue_keys(queue):
                 pipe.llen(key)
         pipe.hlen(Channel.unacked_key)
         *lengths, unacked = pipe.execute()
