@@ -7,7 +7,7 @@ STAMP   := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install demo test test-faults test-all bench bench-million lint format up down clean
+.PHONY: install demo test test-faults test-all bench bench-million eval lint format up down clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -32,6 +32,9 @@ bench: install ## Benchmarks against real servers; tables printed, saved to benc
 
 bench-million: install ## Recall latency at 10k, 100k and 1M memories (~10 min, mostly the 1M HNSW build).
 	$(PY) -m bench --only recall --million
+
+eval: install ## Retrieval quality on the LoCoMo dev split (CONTINUUM_EVAL_LOCOMO; skipped if absent).
+	$(PY) -m bench.eval
 
 test-all: install
 	$(BIN)/pytest -q

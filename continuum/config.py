@@ -101,6 +101,12 @@ class Settings(BaseSettings):
     worker_redis_wait_s: float = Field(
         default=75.0, ge=0, description="workers: how long a task rides out a Redis outage"
     )
+
+    eval_locomo: Path = Field(
+        default=Path("../shared/eval/locomo-dev/data/locomo-dev.json"),
+        description="The LoCoMo dev split `make eval` scores retrieval on (absent: skipped).",
+    )
+
     flower_user: str = "admin"
     flower_password: str | None = None
     flower_port: int = 5555

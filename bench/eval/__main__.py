@@ -1,0 +1,156 @@
+"""`make eval` (`python -m bench.eval`): the retrieval evaluation on the LoCoMo dev split read
+from CONTINUUM_EVAL_LOCOMO; skipped, with a note saying what to set, when it is absent.
+
+Runs on its own embedded servers under .continuum-eval/ with a fresh database each time.
+"""
+
+from __future__ import annotations
+
+import shutil
+import statistics
+import time
+from dataclasses import asdict
+from functools import partial
+from typing import Any
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from bench.common import ROOT, bench_servers, console
+from bench.eval import locomo, report
+from bench.eval.ingest import Ingested, ingest
+from bench.eval.scoring import coverage, evaluate
+from bench.eval.systems import (
+    CONTEXT_TOKENS,
+    Baselines,
+    ContextBlocks,
+    Ranker,
+    Run,
+    run,
+    search_ranker,
+)
+from continuum.config import get_settings
+from continuum.dev.embedded import EmbeddedServers
+
+EVAL_HOME = ROOT / ".continuum-eval"
+EVAL_DATABASE = "continuum_eval"
+
+
+def _load(split: locomo.Split) -> tuple[float, float, Ingested]:
+    """Fresh servers (database and Redis emptied), the transcripts written and synced, the
+    queues drained; returns (init_s, build_s, what was ingested)."""
+    import redis
+
+    started = time.perf_counter()
+    with console.status("Starting the eval's embedded servers with a fresh database…"):
+        urls = bench_servers(EVAL_HOME, EVAL_DATABASE)
+        for url in (urls["redis_url"], urls["broker_url"]):  # no task of an earlier run
+            with redis.Redis.from_url(url) as client:
+                client.flushdb()
+    init_s = time.perf_counter() - started
+    started = time.perf_counter()
+    transcripts = EVAL_HOME / "transcripts"
+    shutil.rmtree(transcripts, ignore_errors=True)
+    instances = locomo.write_transcripts(split.conversations, transcripts)
+    ingested = ingest(instances, EVAL_HOME, urls["broker_url"], console)
+    return init_s, time.perf_counter() - started, ingested
+
+
+def _ask(split: locomo.Split, ours: tuple[float, float]) -> tuple[list[Run], ContextBlocks]:
+    """Every question to every system: the baselines' indexes are built first, then ours
+    are asked, then the baselines."""
+    from continuum.inference.embedding import get_embedder
+
+    started = time.perf_counter()
+    embedder = get_embedder()
+    assert embedder is not None, (
+        "the dense baseline needs embeddings (CONTINUUM_EMBEDDING_PROVIDER)"
+    )
+    model_s = time.perf_counter() - started
+    with console.status("Indexing the turns for the baselines…"):
+        baselines = Baselines(split.conversations, embedder)
+    blocks = ContextBlocks()
+    dense_build = baselines.dense_build_s
+    systems: list[tuple[str, Ranker, tuple[float, float]]] = [
+        ("search", search_ranker(("memory", "message")), ours),
+        ("search-messages", search_ranker(("message",)), ours),
+        ("context-block", blocks, ours),
+        ("bm25", baselines.bm25, (0.0, baselines.bm25_build_s)),
+        ("dense", baselines.dense, (model_s, dense_build)),
+        ("hybrid", baselines.hybrid, (model_s, baselines.bm25_build_s + dense_build)),
+    ]
+    questions = split.questions
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+               TimeElapsedColumn())  # fmt: skip
+    runs = []
+    with Progress(*columns, console=console) as progress:
+        for name, rank, timings in systems:
+            task = progress.add_task(f"asking {name}", total=len(questions))
+            runs.append(run(name, questions, rank, timings, partial(progress.advance, task)))
+    return runs, blocks
+
+
+def main() -> None:
+    path = get_settings().eval_locomo
+    if not path.is_file():
+        console.print(
+            f"[yellow]Skipped:[/] no LoCoMo dev split at {path}. Set CONTINUUM_EVAL_LOCOMO to "
+            "the path of its locomo-dev.json to run the retrieval evaluation."
+        )
+        return
+    started = time.perf_counter()
+    split = locomo.load(path)
+    turns = sum(len(c.turns) for c in split.conversations)
+    console.print(
+        f"LoCoMo dev: {len(split.conversations)} conversations, {turns:,} turns, "
+        f"{len(split.questions)} scored questions ({split.dropped} without evidence dropped)"
+    )
+    servers = EmbeddedServers(EVAL_HOME)
+    was_running = all(s.running for s in servers.status())
+    try:
+        init_s, build_s, ingested = _load(split)
+        runs, blocks = _ask(split, (init_s, build_s))
+    finally:
+        if not was_running:
+            servers.down()
+    systems: dict[str, dict[str, Any]] = {
+        r.system: {
+            "metrics": evaluate(r.results, split.questions),
+            "timing": r.timing(),
+            "run_file": f"{r.system}.json",
+        }
+        for r in runs
+    }
+    whole_block = statistics.fmean(
+        coverage(blocks.ids.get(q.qid, []), q.evidence) for q in split.questions
+    )
+    tokens = statistics.fmean(blocks.tokens.values())
+    seconds = time.perf_counter() - started
+    title = (
+        f"Retrieval on LoCoMo dev: {len(split.questions)} questions over {turns:,} turns "
+        f"of {len(split.conversations)} conversations (run in {seconds:.0f}s)"
+    )
+    caption = (
+        f"context-block: whole-block evidence recall {whole_block:.3f}, mean "
+        f"{tokens:.0f} of {CONTEXT_TOKENS} tokens. Ours built from transcripts by sync and "
+        f"real workers ({ingested.messages:,} messages, {ingested.memories:,} memories); "
+        "the baselines index the same turns."
+    )
+    report.show(console, report.table(systems, title, caption))
+    extra = {
+        "data": str(path),
+        "n_questions": len(split.questions),
+        "n_dropped_no_evidence": split.dropped,
+        "seconds": round(seconds, 1),
+        "ingest": asdict(ingested),
+        "context_block": {
+            "max_tokens": CONTEXT_TOKENS,
+            "whole_block_recall": whole_block,
+            "mean_tokens_used": tokens,
+        },
+    }
+    saved = report.save(runs, systems, extra, title, caption)
+    console.print(f"[green]✓[/] saved {saved}, {saved.with_suffix('.json')}, {report.RUNS_DIR}/")
+
+
+if __name__ == "__main__":
+    main()
