@@ -104,8 +104,8 @@ def test_sqlite_store_is_a_source(tmp_path: Path) -> None:
     )
 
 
-def test_unreadable_directories_are_reported(monkeypatch: pytest.MonkeyPatch) -> None:
-    locked = HOME / ".openclaw" / "agents" / "main" / "sessions"
+def lock(monkeypatch: pytest.MonkeyPatch, locked: Path) -> None:
+    """Listing `locked` fails as an unreadable directory does."""
     real_scandir = os.scandir
 
     def scandir(path: Path) -> object:
@@ -114,6 +114,11 @@ def test_unreadable_directories_are_reported(monkeypatch: pytest.MonkeyPatch) ->
         return real_scandir(path)
 
     monkeypatch.setattr(discovery.os, "scandir", scandir)
+
+
+def test_unreadable_directories_are_reported(monkeypatch: pytest.MonkeyPatch) -> None:
+    locked = HOME / ".openclaw" / "agents" / "main" / "sessions"
+    lock(monkeypatch, locked)
     found = discover(None, HOME)
     assert [(e.path, e.detail) for e in found.errors] == [(locked, "Permission denied")]
     assert not any(s.instance == "default" for s in found.sources)

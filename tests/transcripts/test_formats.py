@@ -3,7 +3,6 @@ come from the rows, and an optional format's setting removes exactly its sources
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -15,12 +14,12 @@ from continuum.transcripts import (
     FORMATS,
     TranscriptSource,
     discover,
-    discovery,
     enabled_kinds,
     format_of,
     parser_for,
 )
 from continuum.transcripts.openclaw_sqlite import STORE_NAME
+from tests.transcripts.test_discovery import lock
 
 FIXTURE_HOME = Path(__file__).resolve().parents[1] / "fixtures" / "transcripts" / "home"
 OPTIONAL = [row for row in FORMATS if row.setting is not None]
@@ -113,14 +112,7 @@ def test_a_directory_shared_by_two_formats_is_reported_once(
     home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     locked = home / ".openclaw" / "agents"  # OpenClaw files and stores both list it
-    real_scandir = os.scandir
-
-    def scandir(path: Path) -> object:
-        if Path(path) == locked:
-            raise PermissionError(13, "Permission denied", str(path))
-        return real_scandir(path)
-
-    monkeypatch.setattr(discovery.os, "scandir", scandir)
+    lock(monkeypatch, locked)
     found = discover(None, home)
     assert [(e.path, e.detail) for e in found.errors] == [(locked, "Permission denied")]
     assert not any(s.instance == "default" for s in found.sources)
