@@ -87,6 +87,8 @@ def message_rows(
             details["model"] = message.model
         if message.has_image:
             details["has_image"] = True
+        if message.time_inferred:
+            details["time_inferred"] = True
         rows.append(
             (
                 facts.namespace,

@@ -248,6 +248,10 @@ class EntryParser(ABC):
     ) -> TranscriptMessage | None:
         """Add a message with `text` (default: the blocks' text) or the image placeholder.
 
+        A message without a time of its own takes the nearest earlier entry's (or the
+        session header's) and is flagged `time_inferred`; only when there is none at all is
+        it reported as `missing_timestamp`.
+
         Returns None when there is nothing to keep; content made only of dropped blocks
         (thinking, tool calls) was counted already, anything else is counted as `empty`.
         """
@@ -259,20 +263,29 @@ class EntryParser(ABC):
             if not blocks.dropped:
                 result.skip("empty")
             return None
-        if fields.get("created_at") is None:
+        inferred = fields.get("created_at") is None
+        if inferred:
+            fields["created_at"] = self.context.previous_at or self.context.started_at
+        if fields["created_at"] is None:
             result.errors.append(
                 ParseError(
                     kind="missing_timestamp",
-                    detail=f"{role} message without a timestamp",
+                    detail=f"{role} message without a timestamp and no earlier entry's time",
                     offset=line.offset,
                     line_no=line.number,
                 )
             )
             return None
         message = TranscriptMessage(
-            role=role, content=text, has_image=images > 0, byte_offset=line.offset, **fields
+            role=role,
+            content=text,
+            has_image=images > 0,
+            byte_offset=line.offset,
+            time_inferred=inferred,
+            **fields,
         )
         result.messages.append(message)
+        self.context.observe(message.created_at)
         self.context.last_message_id = message.message_id
         if role == "assistant":
             self.context.last_assistant_id = message.message_id

@@ -52,7 +52,11 @@ class _Frozen(BaseModel):
 
 
 class TranscriptMessage(_Frozen):
-    """One user or assistant message with clean text (envelopes, tools, thinking removed)."""
+    """One user or assistant message with clean text (envelopes, tools, thinking removed).
+
+    `time_inferred`: the line carried no time of its own; `created_at` is the time of the
+    nearest earlier entry (or of the session header).
+    """
 
     message_id: str
     parent_id: str | None
@@ -64,6 +68,7 @@ class TranscriptMessage(_Frozen):
     model: str | None = None
     has_image: bool = False
     byte_offset: int | None = None
+    time_inferred: bool = False
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -165,12 +170,15 @@ class SessionContext(BaseModel):
     seen_user: bool = False
     first_entry_at: datetime | None = None
     last_entry_at: datetime | None = None
+    previous_at: datetime | None = None
     last_message_id: str | None = None
     last_assistant_id: str | None = None
     last_assistant_text: str | None = None
 
     def observe(self, at: datetime) -> None:
-        """Widen the session's time span to include an entry at `at`."""
+        """Widen the session's time span to include an entry at `at`, the latest in file
+        order so far (the time given to a later message that has none of its own)."""
+        self.previous_at = at
         if self.first_entry_at is None or at < self.first_entry_at:
             self.first_entry_at = at
         if self.last_entry_at is None or at > self.last_entry_at:

@@ -79,13 +79,14 @@ def test_bad_lines_are_counted_and_every_good_line_is_kept(db: Any, home: Path) 
     summary = sync(home, feed_capture=False, max_line_bytes=1_000_000)
     assert summary.files_failed == 0
     assert summary.errors == Counter(
-        malformed_json=1, invalid_utf8=2, oversize_line=1, missing_timestamp=1, not_an_object=1
+        malformed_json=1, invalid_utf8=2, oversize_line=1, not_an_object=1
     )
     assert summary.skipped_entries["unknown_entry"] == 1
     assert {s.kind for s in summary.error_samples} == set(summary.errors)
     assert contents("bad00000-0000-4000-8000-000000000001") == [
         "First good line.",
         "Second.",
+        "when?",
         "Third good.",
         "ab",
         "x?y",

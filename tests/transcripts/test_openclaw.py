@@ -277,12 +277,13 @@ def test_bad_lines_are_reported_and_good_lines_survive(tmp_path: Path) -> None:
         ("malformed_json", 7),
         ("not_an_object", 8),
         ("invalid_entry", 10),
-        ("missing_timestamp", 11),
     ]
     expected = [m.content for m in parse(TELEGRAM).messages]
-    expected.insert(2, "ms only")
+    expected[2:2] = ["no time", "ms only"]
     assert [m.content for m in result.messages] == expected
-    fallback = result.messages[2]
+    inferred, fallback = result.messages[2:4]
+    assert inferred.time_inferred and not fallback.time_inferred
+    assert inferred.created_at == result.messages[1].created_at  # the nearest earlier entry
     assert fallback.created_at == datetime(2026, 2, 26, 22, 0, 5, tzinfo=UTC)
     assert fallback.byte_offset == sum(len(line) for line in lines[:6] + bad[:5])
     assert result.skipped["unknown_entry"] == 1

@@ -1,0 +1,64 @@
+"""Sync fidelity on adversarial transcripts (tests/fixtures/transcripts/adversarial): every
+line accounted for, archive copies beside a live file, unreadable and empty files, Redis
+down, and sessions that end by archive or idleness."""
+
+from __future__ import annotations
+
+import shutil
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import select
+
+from continuum.store.engine import session_scope
+from continuum.store.models import Message, Session
+from continuum.sync import sync
+
+ADVERSARIAL = Path(__file__).resolve().parents[1] / "fixtures" / "transcripts" / "adversarial"
+NO_TIME = "0a000001-0000-4000-8000-000000000001"
+ARCHIVED_BESIDE_LIVE = "0b000002-0000-4000-8000-000000000002"
+GZIP = "0c000003-0000-4000-8000-000000000003"
+BROKEN = "0d000004-0000-4000-8000-000000000004"
+EMPTY = "0e000005-0000-4000-8000-000000000005"
+RESET = "0f000006-0000-4000-8000-000000000006"
+CLAUDE_NO_TIME = "1a2b3c4d-0000-4000-8000-00000000c1a0"
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    target = tmp_path / "home"
+    shutil.copytree(ADVERSARIAL, target)
+    return target
+
+
+def messages_of(session_id: str) -> list[tuple[str, datetime, dict[str, Any]]]:
+    with session_scope() as db:
+        rows = db.execute(
+            select(Message.message_id, Message.created_at, Message.details)
+            .where(Message.session_id == session_id)
+            .order_by(Message.created_at, Message.message_id)
+        )
+        return [(mid, at, details) for mid, at, details in rows]
+
+
+def sessions() -> dict[str, Session]:
+    with session_scope() as db:
+        return {s.session_id: s for s in db.scalars(select(Session))}
+
+
+def test_a_message_without_a_timestamp_is_kept_with_an_inferred_flagged_time(
+    db: Any, home: Path
+) -> None:
+    summary = sync(home, feed_capture=False)
+    assert summary.errors["missing_timestamp"] == 0
+    rows = {mid: (at, details) for mid, at, details in messages_of(NO_TIME)}
+    assert set(rows) == {"a0000001", "a0000002", "a0000003", "a0000004"}
+    header, previous = rows["a0000001"][0], rows["a0000002"][0]
+    assert header.isoformat() == "2026-03-10T09:00:00+00:00"  # from the session header
+    assert rows["a0000003"][0] == previous  # from the nearest earlier entry
+    assert rows["a0000001"][1]["time_inferred"] and rows["a0000003"][1]["time_inferred"]
+    assert "time_inferred" not in rows["a0000002"][1]
+    [(_, at, details)] = [m for m in messages_of(CLAUDE_NO_TIME) if m[0].startswith("cc000002")]
+    assert at.isoformat() == "2026-03-15T14:00:00+00:00" and details["time_inferred"]
