@@ -28,6 +28,7 @@ from continuum.sync.writer import (
     add_compactions,
     insert_messages,
     message_rows,
+    session_exists,
     upsert_session,
 )
 from continuum.transcripts import (
@@ -94,7 +95,7 @@ def session_facts(
         model=context.model,
         started_at=context.started_at or context.first_entry_at,
         last_activity_at=context.last_entry_at,
-        ended_at=context.last_entry_at if source.archived else None,
+        ended_at=context.last_entry_at if source.ends_session else None,
         details={key: value for key, value in details.items() if value},
     )
 
@@ -111,7 +112,8 @@ def apply_batch(
     facts = session_facts(source, namespace, context, channel)
     extra = {"topic_id": source.topic_id} if source.topic_id else {}
     inserted = insert_messages(db, message_rows(facts, result.messages, extra))
-    upsert_session(db, facts, len(inserted))
+    if result.messages or session_exists(db, namespace, facts.session_id):
+        upsert_session(db, facts, len(inserted))  # never a session row without messages
     add_compactions(db, namespace, facts.session_id, result.compactions)
     outcome = Outcome(
         parsed=len(result.messages),

@@ -63,7 +63,8 @@ def _optional(value: str | None) -> str | None:
 
 @dataclass(frozen=True)
 class SessionFacts:
-    """What a batch says about its session; `ended_at` is set for archived (closed) files."""
+    """What a batch says about its session; `ended_at` is set for an archive copy that
+    ends its session (no live file beside it)."""
 
     namespace: str
     session_id: str
@@ -136,8 +137,15 @@ def insert_messages(db: DbSession, rows: Sequence[Row]) -> list[InsertedMessage]
         return [InsertedMessage(*row) for row in cur.fetchall()]
 
 
+def session_exists(db: DbSession, namespace: str, session_id: str) -> bool:
+    """True when the session has a row."""
+    where = (Session.namespace == namespace, Session.session_id == session_id)
+    return db.scalar(select(Session.id).where(*where)) is not None
+
+
 def upsert_session(db: DbSession, facts: SessionFacts, inserted: int) -> None:
-    """Create or widen the session row; `message_count` grows by rows really inserted."""
+    """Create or widen the session row; `message_count` grows by rows really inserted.
+    `ended_at` never precedes `last_activity_at`."""
     values: dict[str, Any] = {
         "namespace": facts.namespace,
         "session_id": facts.session_id,
@@ -165,8 +173,15 @@ def upsert_session(db: DbSession, facts: SessionFacts, inserted: int) -> None:
     if facts.ended_at is not None:
         changes.update(
             status="ended",
-            ended_at=func.greatest(Session.ended_at, new.ended_at),
+            ended_at=func.greatest(
+                Session.ended_at, new.ended_at, Session.last_activity_at, new.last_activity_at
+            ),
             end_reason=func.coalesce(Session.end_reason, new.end_reason),
+        )
+    else:  # an ended session that gains later activity ends no earlier than it
+        changes["ended_at"] = case(
+            (Session.ended_at.is_(None), None),
+            else_=func.greatest(Session.ended_at, new.last_activity_at),
         )
     db.execute(stmt.on_conflict_do_update(index_elements=["namespace", "session_id"], set_=changes))
 

@@ -19,6 +19,8 @@ class TranscriptSource(BaseModel):
     """One transcript file (or SQLite store, which holds many sessions: `session_id` None).
 
     `kind` names the source's format: its row in `continuum.transcripts.formats.FORMATS`.
+    `archived`: an archive copy (`.reset.`, `.deleted.`, `.bak.`); `ends_session`: an
+    archive copy with no live file beside it, so its session is over.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -29,6 +31,7 @@ class TranscriptSource(BaseModel):
     path: Path
     session_id: str | None
     archived: bool = False
+    ends_session: bool = False
     topic_id: str | None = None
     channel: str | None = None
 

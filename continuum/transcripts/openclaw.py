@@ -346,6 +346,11 @@ def is_transcript_file(path: Path) -> bool:
     return path.name.endswith(".jsonl") or is_archived(path)
 
 
+def live_path(path: Path) -> Path:
+    """The live file an archive copy was made from (`x.jsonl.bak.<ts>` → `x.jsonl`)."""
+    return path.with_name(_ARCHIVED.sub(".jsonl", path.name))
+
+
 def _stem(path: Path) -> str:
     return _ARCHIVED.sub("", path.name).removesuffix(".jsonl")
 
@@ -394,15 +399,21 @@ def agent_dirs(found: Discovery) -> Iterator[tuple[str, Path]]:
 
 
 def discover_files(found: Discovery) -> None:
-    """Every live and archived transcript file of every agent, with its sessions.json channel."""
+    """Every live and archived transcript file of every agent, with its sessions.json channel.
+
+    An archive copy ends its session only when no live file of the session is beside it
+    (a `.bak.` copy of a running session leaves that session running).
+    """
     for instance, agent in agent_dirs(found):
         sessions = agent / "sessions"
         index = load_sessions_index(sessions)
-        for path in found.children(sessions):
+        listed = found.children(sessions)
+        for path in listed:
             if not path.is_file() or not is_transcript_file(path):
                 continue
             session_id = session_id_from_path(path)
             entry = index.get(session_id)
+            archived = is_archived(path)
             found.sources.append(
                 TranscriptSource(
                     kind=KIND,
@@ -410,7 +421,8 @@ def discover_files(found: Discovery) -> None:
                     agent_id=agent.name,
                     path=path,
                     session_id=session_id,
-                    archived=is_archived(path),
+                    archived=archived,
+                    ends_session=archived and live_path(path) not in listed,
                     topic_id=topic_id_from_path(path),
                     channel=entry.channel if entry else None,
                 )

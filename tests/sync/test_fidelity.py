@@ -62,3 +62,36 @@ def test_a_message_without_a_timestamp_is_kept_with_an_inferred_flagged_time(
     assert "time_inferred" not in rows["a0000002"][1]
     [(_, at, details)] = [m for m in messages_of(CLAUDE_NO_TIME) if m[0].startswith("cc000002")]
     assert at.isoformat() == "2026-03-15T14:00:00+00:00" and details["time_inferred"]
+
+
+def test_archive_copies_beside_a_live_transcript_leave_its_session_running(
+    db: Any, home: Path
+) -> None:
+    sync(home, feed_capture=False)
+    rows = sessions()
+    live = rows[ARCHIVED_BESIDE_LIVE]
+    assert (live.status, live.ended_at, live.message_count) == ("active", None, 4)
+    assert live.last_activity_at.isoformat() == "2026-03-11T17:30:04+00:00"
+    reset = rows[RESET]  # an archive copy alone: its session is over
+    assert reset.status == "ended" and reset.ended_at == reset.last_activity_at
+
+
+def test_a_session_never_ends_before_its_last_activity(db: Any, home: Path) -> None:
+    sessions_dir = home / ".openclaw" / "agents" / "main" / "sessions"
+    sync(home, feed_capture=False)
+    later = sessions_dir / f"{RESET}-topic-7.jsonl"  # the same session, active after the reset
+    later.write_text(
+        '{"type":"message","id":"f0000009","parentId":null,"timestamp":"2026-03-14T15:00:00.000Z",'
+        '"message":{"role":"user","content":"Back again in the topic thread."}}\n'
+    )
+    sync(home, feed_capture=False)
+    reset = sessions()[RESET]
+    assert reset.last_activity_at.isoformat() == "2026-03-14T15:00:00+00:00"
+    assert reset.ended_at is not None and reset.ended_at >= reset.last_activity_at
+
+
+def test_unreadable_and_empty_files_leave_no_session_row(db: Any, home: Path) -> None:
+    sync(home, feed_capture=False)
+    rows = sessions()
+    assert GZIP not in rows and EMPTY not in rows
+    assert all(s.message_count > 0 for s in rows.values())
