@@ -94,6 +94,12 @@ class Settings(BaseSettings):
     sync_max_line_bytes: int = Field(default=8 * 1024 * 1024, ge=1024)
     sync_workers: int = Field(default=2, ge=1)
     sync_time_budget_s: float = Field(default=180.0, gt=0)
+    sync_redis_timeout_s: float = Field(
+        default=2.0,
+        gt=0,
+        description="How long sync waits for Redis (its run lock, the broker for capture) "
+        "before it goes on without: Postgres per-source locks, no capture feed.",
+    )
 
     redis_wait_s: float = Field(
         default=5.0, ge=0, description="producers, the API and the CLI: how long Redis may be away"

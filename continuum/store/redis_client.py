@@ -6,7 +6,7 @@ import os
 from typing import Any
 
 import redis
-from redis.backoff import ExponentialBackoff
+from redis.backoff import ExponentialBackoff, NoBackoff
 from redis.retry import Retry
 
 from continuum.config import get_settings
@@ -66,6 +66,19 @@ def get_redis(url: str | None = None) -> SyncRedis:
         )
         _clients[key] = client
     return client
+
+
+def get_quick_redis(timeout_s: float, url: str | None = None) -> SyncRedis:
+    """A client for `url` (default: the configured Redis) that gives up after `timeout_s`
+    without retrying: for callers with a fallback when Redis is down."""
+    url = url or get_settings().resolved_redis_url()
+    return redis.Redis.from_url(
+        url,
+        decode_responses=True,
+        socket_connect_timeout=timeout_s,
+        socket_timeout=timeout_s,
+        retry=Retry(NoBackoff(), 0),
+    )
 
 
 def get_broker_redis() -> SyncRedis:

@@ -25,7 +25,7 @@ from sqlalchemy.exc import DBAPIError, StatementError
 
 from continuum.config import get_settings
 from continuum.store.engine import session_scope
-from continuum.store.redis_client import get_redis
+from continuum.store.redis_client import get_quick_redis
 from continuum.sync import cursors, feed
 from continuum.sync.sources import (
     DEFAULT_BATCH_LINES,
@@ -67,16 +67,32 @@ def namespace_for(instance: str) -> str:
 
 
 def _take_lock(timeout_s: int, summary: SyncSummary) -> Lock | None:
-    """The run lock. Sets `summary.locked` if another run has it; None if Redis is
-    unreachable (the run goes ahead on the per-source locks alone)."""
-    lock = get_redis().lock(LOCK_NAME, timeout=timeout_s, blocking=False)
+    """The run lock. Sets `summary.locked` if another run has it; None if Redis does not
+    answer within `CONTINUUM_SYNC_REDIS_TIMEOUT_S` (the run goes ahead on the per-source
+    locks alone, and says so once)."""
+    client = get_quick_redis(get_settings().sync_redis_timeout_s)
+    lock = client.lock(LOCK_NAME, timeout=timeout_s, blocking=False)
     try:
         summary.locked = not lock.acquire()
     except redis.RedisError as exc:
-        log.warning("sync lock unavailable, relying on per-source locks: %s", exc)
+        log.warning("Redis unreachable, sync relies on the Postgres per-source locks: %s", exc)
         summary.record_error("lock_unavailable", LOCK_NAME, str(exc))
         return None
     return lock
+
+
+def _broker_answers(summary: SyncSummary) -> bool:
+    """True when the broker answers within `CONTINUUM_SYNC_REDIS_TIMEOUT_S`; otherwise the
+    run feeds no capture (the rows are stored, session end extracts from them later)."""
+    settings = get_settings()
+    url = settings.resolved_broker_url()
+    try:
+        get_quick_redis(settings.sync_redis_timeout_s, url).ping()
+    except redis.RedisError as exc:
+        log.warning("broker unreachable, this sync feeds no capture: %s", exc)
+        summary.record_error("capture_dispatch", url, f"broker unreachable: {exc}")
+        return False
+    return True
 
 
 @dataclass(frozen=True)
@@ -173,8 +189,9 @@ class _Engine:
         try:
             summary.chunks_dispatched += feed.feed_capture(namespace, outcome.inserted)
         except Exception as exc:  # rows are committed; a broker fault must not stop the sync
-            log.warning("capture feed for %s failed: %s", path, exc)
+            log.warning("capture feed for %s failed, none for the rest of the run: %s", path, exc)
             summary.record_error("capture_dispatch", path, str(exc))
+            self.feed = False
 
 
 def _allowed(namespace: str, path: Path, summary: SyncSummary) -> bool:
@@ -221,7 +238,7 @@ def sync(
         return summary
     try:
         options = Options(backfill, max_line_bytes or settings.sync_max_line_bytes, batch_lines)
-        engine = _Engine(summary, feed_capture, lock, lock_timeout_s)
+        engine = _Engine(summary, feed_capture and _broker_answers(summary), lock, lock_timeout_s)
         found = discover(
             settings.sync_roots if roots is None else roots,
             home or settings.sync_home or Path.home(),

@@ -5,6 +5,8 @@ down, and sessions that end by archive or idleness."""
 from __future__ import annotations
 
 import shutil
+import socket
+import time
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -95,3 +97,17 @@ def test_unreadable_and_empty_files_leave_no_session_row(db: Any, home: Path) ->
     rows = sessions()
     assert GZIP not in rows and EMPTY not in rows
     assert all(s.message_count > 0 for s in rows.values())
+
+
+def test_with_redis_down_sync_falls_back_within_seconds_and_says_so_once(
+    db: Any, home: Path, settings_env: Any
+) -> None:
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        dead = f"redis://127.0.0.1:{sock.getsockname()[1]}/0"
+    settings_env(redis_url=dead, broker_url=dead, sync_redis_timeout_s=1)
+    started = time.monotonic()
+    summary = sync(home)
+    assert time.monotonic() - started < 8
+    assert summary.errors["lock_unavailable"] == 1 and summary.errors["capture_dispatch"] == 1
+    assert summary.messages_inserted > 0 and summary.chunks_dispatched == 0
