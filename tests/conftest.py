@@ -18,7 +18,7 @@ SLOT = os.environ.get("CONTINUUM_TEST_SLOT", "")
 TEST_HOME = ROOT / (f".continuum-test-{SLOT}" if SLOT else ".continuum-test")
 TEST_DATABASE = "continuum_test"
 TABLES = (
-    "sessions, messages, cron_reports, transcript_cursors, memories, tasks, memory_log, "
+    "sessions, messages, cron_reports, transcript_cursors, sync_problems, memories, tasks, memory_log, "
     "dead_letters, processed_events, system_state, maintenance_runs, api_tokens"
 )
 

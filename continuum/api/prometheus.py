@@ -2,8 +2,9 @@
 
 Flower shows workers and tasks but not how much is waiting, so this adds, read at scrape
 time: the depth of every Celery queue (Redis LLEN over kombu's priority lists in the broker),
-messages delivered but not yet acknowledged, the dead-letter store by task, and every
-pipeline counter of `continuum.store.metrics` as a Prometheus counter. A source that cannot be
+messages delivered but not yet acknowledged, the dead-letter store by task, the open sync
+problems by kind, and every pipeline counter of `continuum.store.metrics` as a Prometheus
+counter. A source that cannot be
 read is reported by `continuum_source_up{source=...} 0` instead of failing the scrape.
 
 No token: it carries aggregate numbers only (no tenant names or content). Keep it off the
@@ -28,6 +29,7 @@ from continuum.contract.queues import ALL_QUEUES
 from continuum.store import metrics
 from continuum.store.engine import session_scope
 from continuum.store.models import DeadLetter
+from continuum.sync import problems
 
 router = APIRouter(tags=["monitoring"])
 BROKER_TIMEOUT_S = 2.0
@@ -78,16 +80,25 @@ def _queues() -> Iterator[Metric]:
     )
 
 
-def _dead_letters() -> Iterator[Metric]:
+def _stored() -> Iterator[Metric]:
     stmt = select(DeadLetter.task_name, func.count()).group_by(DeadLetter.task_name)
     with session_scope() as db:
         rows = db.execute(stmt).all()
+        open_problems = problems.open_counts(db)
     family = GaugeMetricFamily(
         "continuum_dead_letters_stored", "Rows in the dead-letter store.", labels=["task"]
     )
     for task_name, count in rows:
         family.add_metric([task_name], count)
     yield family
+    found = GaugeMetricFamily(
+        "continuum_sync_problems_open",
+        "Bad input transcript sync found that is still there (sync_problems).",
+        labels=["kind"],
+    )
+    for kind, count in sorted(open_problems.items()):
+        found.add_metric([kind], count)
+    yield found
 
 
 def _counters() -> Iterator[Metric]:
@@ -100,7 +111,7 @@ def _counters() -> Iterator[Metric]:
 
 SOURCES: dict[str, Callable[[], Iterator[Metric]]] = {
     "broker": _queues,
-    "postgres": _dead_letters,
+    "postgres": _stored,
     "redis": _counters,
 }
 

@@ -1,15 +1,25 @@
-"""`continuum sync` (transcripts from every runtime on this host, with progress) and
-`continuum cron-reports` (the cron runs found in them)."""
+"""`continuum sync` (transcripts from every runtime on this host, with progress, and every
+problem found with its location), `continuum sync problems` (the problems kept from every
+run) and `continuum cron-reports` (the cron runs found in them)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
-from continuum.cli.common import JsonOption, NamespaceOption, console, parse_day, print_json
+from continuum.cli.common import (
+    JsonOption,
+    NamespaceOption,
+    console,
+    fail,
+    parse_day,
+    print_json,
+)
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -17,6 +27,13 @@ if TYPE_CHECKING:
     from continuum.sync.summary import SyncProgress, SyncSummary
 
 app = typer.Typer()
+sync_app = typer.Typer(
+    help="Sync transcripts from every runtime on this host into the database.",
+    invoke_without_command=True,
+)
+app.add_typer(sync_app, name="sync")
+_DURATION = re.compile(r"(?P<n>\d+)(?P<unit>[smhd])")
+_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
 
 
 def _summary_table(summary: SyncSummary) -> Table:
@@ -47,8 +64,36 @@ def _summary_table(summary: SyncSummary) -> Table:
     return table
 
 
-@app.command("sync")
+def where(problem: dict[str, Any]) -> str:
+    """A problem's place: `path:line (byte n)`, `path [session#seq]` or the path alone."""
+    path = problem["source_path"]
+    if problem["seq"] is not None:
+        return f"{path} [{problem['session_id']}#{problem['seq']}]"
+    if problem["line_no"] is not None:
+        return f"{path}:{problem['line_no']} (byte {problem['byte_offset']})"
+    return str(path)
+
+
+def _print_problems(problems: list[dict[str, Any]]) -> None:
+    for problem in problems:
+        console().print(
+            f"[yellow]{problem['kind']}[/] {where(problem)}: [dim]{problem['detail']}[/]",
+            highlight=False,
+        )
+
+
+def _run_problems(run_id: str) -> list[dict[str, Any]]:
+    from continuum.store.engine import session_scope
+    from continuum.sync import problems
+
+    with session_scope() as db:
+        found = problems.listing(db, run_id=run_id, limit=100_000)
+    return [problem.model_dump(mode="json") for problem in found]
+
+
+@sync_app.callback()
 def sync_command(
+    ctx: typer.Context,
     backfill: bool = typer.Option(
         False, "--backfill", help="Re-read every source from the start (adds what is missing)."
     ),
@@ -59,7 +104,10 @@ def sync_command(
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
-    """Sync transcripts from every runtime on this host into the database."""
+    """Sync transcripts from every runtime on this host into the database, then list every
+    problem it found (bad lines with file, line number and byte offset)."""
+    if ctx.invoked_subcommand is not None:
+        return
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -96,20 +144,64 @@ def sync_command(
         summary = sync(
             home, instance=instance, backfill=backfill, progress=report, feed_capture=capture
         )
+    found = [] if summary.locked else _run_problems(summary.run_id)
     if as_json:
-        print_json(summary.as_dict())
+        print_json({**summary.as_dict(), "problems": found})
     elif summary.locked:
         console().print("[yellow]another sync is running; nothing done[/]")
     else:
         console().print(_summary_table(summary))
-        for sample in summary.error_samples[:5]:
-            console().print(
-                f"[dim]{sample.kind}: {sample.path}: {sample.detail}[/]", highlight=False
-            )
+        _print_problems(found)
     if summary.locked:
         raise typer.Exit(3)
     if summary.files_failed:
         raise typer.Exit(1)
+
+
+def parse_since(value: str) -> datetime:
+    """`24h`, `30m`, `7d`, `90s` (ago), or an ISO date or time (UTC unless it says)."""
+    duration = _DURATION.fullmatch(value.strip())
+    if duration:
+        amount = int(duration.group("n"))
+        return datetime.now(UTC) - timedelta(**{_UNITS[duration.group("unit")]: amount})
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        fail(f"{value!r} is not a time; use e.g. 24h, 7d, 2026-03-01 or 2026-03-01T12:00")
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+@sync_app.command("problems")
+def problems_command(
+    since: str = typer.Option(
+        None, "--since", help="Only problems seen since: 24h, 7d, or an ISO date/time."
+    ),
+    include_resolved: bool = typer.Option(
+        False, "--resolved", help="Also problems that a later sync found fixed."
+    ),
+    limit: int = typer.Option(1000, "--limit"),
+    as_json: bool = JsonOption,
+) -> None:
+    """Bad input that sync found and is still there: where (file, line, byte offset; or
+    SQLite session and seq), what, first and last seen, and the run that saw it last."""
+    from continuum.store.engine import session_scope
+    from continuum.sync import problems
+
+    with session_scope() as db:
+        rows = problems.listing(
+            db,
+            since=parse_since(since) if since else None,
+            include_resolved=include_resolved,
+            limit=limit,
+        )
+    found = [problem.model_dump(mode="json") for problem in rows]
+    if as_json:
+        print_json(found)
+        return
+    for problem in found:
+        seen = problem["last_seen_at"][:19].replace("T", " ")
+        console().print(f"[dim]{seen}[/] ", end="", highlight=False)
+        _print_problems([problem])
 
 
 @app.command("cron-reports")

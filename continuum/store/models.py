@@ -117,6 +117,28 @@ class TranscriptCursor(Base):
     updated_at: Mapped[datetime] = _now()
 
 
+class SyncProblem(Base):
+    """A bad line, event or source found by transcript sync (`continuum.sync.problems`)."""
+
+    __tablename__ = "sync_problems"
+    __table_args__ = (UniqueConstraint("source_path", "location", "kind"),)
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    namespace: Mapped[str] = mapped_column(Text)
+    source_path: Mapped[str] = mapped_column(Text)
+    location: Mapped[str] = mapped_column(Text)
+    kind: Mapped[str] = mapped_column(Text)
+    detail: Mapped[str] = mapped_column(Text)
+    line_no: Mapped[int | None] = mapped_column(BigInteger)
+    byte_offset: Mapped[int | None] = mapped_column(BigInteger)
+    session_id: Mapped[str | None] = mapped_column(Text)
+    seq: Mapped[int | None] = mapped_column(BigInteger)
+    run_id: Mapped[str] = mapped_column(Text)
+    first_seen_at: Mapped[datetime] = _now()
+    last_seen_at: Mapped[datetime] = _now()
+    resolved_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
 class Memory(Base):
     __tablename__ = "memories"
     __table_args__ = (UniqueConstraint("namespace", "idempotency_key"),)

@@ -12,6 +12,7 @@ import logging
 import re
 import sqlite3
 import time
+import uuid
 from collections import deque
 from collections.abc import Callable, Collection
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -26,7 +27,7 @@ from sqlalchemy.exc import DBAPIError, StatementError
 from continuum.config import get_settings
 from continuum.store.engine import session_scope
 from continuum.store.redis_client import get_quick_redis
-from continuum.sync import cursors, feed
+from continuum.sync import cursors, feed, problems
 from continuum.sync.sources import (
     DEFAULT_BATCH_LINES,
     READERS,
@@ -144,6 +145,24 @@ class _Engine:
         self.lock_timeout_s = lock_timeout_s
         self.lock_renewed = time.monotonic()
         self.sessions: set[tuple[str, str]] = set()
+        self.source_problems: list[tuple[str, str, problems.Found]] = []
+        self.read_fine: list[str] = []
+
+    def source_problem(
+        self, namespace: str, path: Path | str, kind: str, detail: str, line_no: int | None = None
+    ) -> None:
+        """A problem with a whole source (or a directory, an index file): counted, and kept
+        at the end of the run."""
+        self.summary.record_error(kind, path, detail, line_no=line_no)
+        found = problems.Found(kind, detail, line_no=line_no)
+        self.source_problems.append((namespace, str(path), found))
+
+    def keep_problems(self) -> None:
+        """Store the run's source problems; close those of sources read fine this time."""
+        with session_scope() as db:
+            problems.resolve(db, self.read_fine, whole_source=True, not_run=self.summary.run_id)
+            for namespace, path, found in self.source_problems:
+                problems.record(db, self.summary.run_id, namespace, path, [found])
 
     def renew_lock(self) -> None:
         if self.lock is None or time.monotonic() - self.lock_renewed < self.lock_timeout_s / 3:
@@ -162,14 +181,16 @@ class _Engine:
         summary.files_seen += 1
         summary.files_restarted += report.restarted
         summary.partial_lines += report.partial_tail
-        if problem is not None:
-            summary.record_error(problem.kind, path, problem.detail)
         if problem is not None and problem.failed:
+            self.source_problem(namespace, path, problem.kind, problem.detail)
             summary.files_failed += 1
+        elif problem is not None:  # vanished: read next run, under its new name
+            summary.record_error(problem.kind, path, problem.detail)
         elif report.read:
-            summary.files_read += 1
-        else:
-            summary.files_skipped += 1
+            self.read_fine.append(str(path))
+        if problem is None or not problem.failed:
+            summary.files_read += report.read
+            summary.files_skipped += not report.read
         for outcome in report.outcomes:
             self._batch(path, namespace, outcome)
 
@@ -181,7 +202,15 @@ class _Engine:
         summary.cron_reports += outcome.cron_reports
         summary.skipped_entries.update(outcome.skipped)
         for error in outcome.errors:
-            summary.record_error(error.kind, path, error.detail, error.offset)
+            summary.record_error(
+                error.kind,
+                path,
+                error.detail,
+                error.byte_offset,
+                line_no=error.line_no,
+                session_id=error.session_id,
+                seq=error.seq,
+            )
         self.sessions.update((namespace, m.session_id) for m in outcome.inserted)
         summary.sessions = len(self.sessions)
         if not (self.feed and outcome.inserted):
@@ -194,11 +223,11 @@ class _Engine:
             self.feed = False
 
 
-def _allowed(namespace: str, path: Path, summary: SyncSummary) -> bool:
+def _allowed(namespace: str, path: Path, engine: _Engine) -> bool:
     try:
         get_settings().check_namespace(namespace)
     except ValueError as exc:
-        summary.record_error("namespace_not_allowed", path, str(exc))
+        engine.source_problem(namespace, path, "namespace_not_allowed", str(exc))
         return False
     return True
 
@@ -232,21 +261,24 @@ def sync(
     """
     started = time.monotonic()
     settings = get_settings()
-    summary = SyncSummary()
+    summary = SyncSummary(run_id=uuid.uuid4().hex)
     lock = _take_lock(lock_timeout_s, summary)
     if summary.locked:
         return summary
     try:
-        options = Options(backfill, max_line_bytes or settings.sync_max_line_bytes, batch_lines)
+        options = Options(
+            backfill, max_line_bytes or settings.sync_max_line_bytes, batch_lines, summary.run_id
+        )
         engine = _Engine(summary, feed_capture and _broker_answers(summary), lock, lock_timeout_s)
         found = discover(
             settings.sync_roots if roots is None else roots,
             home or settings.sync_home or Path.home(),
             enabled_kinds(settings) if kinds is None else kinds,
         )
-        sources = _select(engine.summary, found, instance)
+        sources = _select(engine, found, instance)
         deadline = None if time_budget_s is None else started + time_budget_s
         _run(engine, options, sources, workers or settings.sync_workers, deadline, progress)
+        engine.keep_problems()
     finally:
         if lock is not None:
             try:
@@ -258,16 +290,18 @@ def sync(
 
 
 def _select(
-    summary: SyncSummary, found: Discovery, instance: str | None
+    engine: _Engine, found: Discovery, instance: str | None
 ) -> list[tuple[TranscriptSource, str, cursors.Cursor | None]]:
     """The discovered sources to sync, with their instances' views ensured and known cursors."""
-    for error in found.errors:
-        summary.record_error("unreadable_dir", error.path, error.detail)
+    summary = engine.summary
+    for error in found.errors + found.bad_files:
+        namespace = namespace_for(error.instance) if error.instance else ""
+        engine.source_problem(namespace, error.path, error.kind, error.detail, error.line_no)
     named = [(source, namespace_for(source.instance)) for source in found.sources]
     selected = [
         (s, ns)
         for s, ns in named
-        if (instance is None or ns == instance) and _allowed(ns, s.path, summary)
+        if (instance is None or ns == instance) and _allowed(ns, s.path, engine)
     ]
     summary.instances = sorted({ns for _, ns in selected})
     with session_scope() as db:

@@ -19,9 +19,10 @@ from typing import Any
 from sqlalchemy.orm import Session as DbSession
 
 from continuum.store.engine import session_scope
-from continuum.sync import cursors
+from continuum.sync import cursors, problems
 from continuum.sync.cron import upsert_report
 from continuum.sync.cursors import Cursor, CursorOwner, FileStat
+from continuum.sync.problems import Found
 from continuum.sync.writer import (
     InsertedMessage,
     SessionFacts,
@@ -36,13 +37,14 @@ from continuum.transcripts import (
     ParseResult,
     SessionContext,
     TranscriptSource,
+    binary_format,
     format_of,
     load_sessions_index,
     parser_for,
     read_complete_lines,
 )
 from continuum.transcripts.formats import Reader
-from continuum.transcripts.lines import DEFAULT_MAX_LINE_BYTES
+from continuum.transcripts.lines import DEFAULT_MAX_LINE_BYTES, LineBatch
 from continuum.transcripts.openclaw_sqlite import parse_events, read_events, session_heads
 
 DEFAULT_BATCH_LINES = 5_000
@@ -55,7 +57,7 @@ class Outcome:
     parsed: int = 0
     inserted: list[InsertedMessage] = field(default_factory=list)
     cron_reports: int = 0
-    errors: list[ParseError] = field(default_factory=list)
+    errors: list[Found] = field(default_factory=list)
     skipped: Counter[str] = field(default_factory=Counter)
 
 
@@ -76,6 +78,7 @@ class Options:
     backfill: bool = False
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
     batch_lines: int = DEFAULT_BATCH_LINES
+    run_id: str = ""
 
     def skips(self, cursor: Cursor | None, stat: FileStat, extra: Any = None) -> bool:
         """True when the source need not be read: no backfill, unchanged since `cursor`."""
@@ -107,18 +110,21 @@ def apply_batch(
     channel: str | None,
     result: ParseResult,
     context: SessionContext,
+    found: list[Found],
+    run_id: str,
 ) -> Outcome:
-    """Write one parsed batch (in the caller's transaction)."""
+    """Write one parsed batch and the problems `found` in it (in the caller's transaction)."""
     facts = session_facts(source, namespace, context, channel)
     extra = {"topic_id": source.topic_id} if source.topic_id else {}
     inserted = insert_messages(db, message_rows(facts, result.messages, extra))
     if result.messages or session_exists(db, namespace, facts.session_id):
         upsert_session(db, facts, len(inserted))  # never a session row without messages
     add_compactions(db, namespace, facts.session_id, result.compactions)
+    problems.record(db, run_id, namespace, str(source.path), found)
     outcome = Outcome(
         parsed=len(result.messages),
         inserted=inserted,
-        errors=list(result.errors),
+        errors=found,
         skipped=Counter(result.skipped),
     )
     report = result.cron_report
@@ -130,6 +136,12 @@ def apply_batch(
         ):
             outcome.cron_reports = 1
     return outcome
+
+
+def _located(error: ParseError, lines_before: int) -> Found:
+    """A JSONL parse error at its line number in the whole file (its own is batch-relative)."""
+    line_no = lines_before + error.line_no if error.line_no is not None else None
+    return Found(error.kind, error.detail, line_no=line_no, byte_offset=error.offset)
 
 
 def _owner(source: TranscriptSource, namespace: str, session_id: str | None) -> CursorOwner:
@@ -167,18 +179,40 @@ def sync_jsonl(
             else:
                 offset, context = _resume_at(cursor, path, stat)
                 report.restarted += offset == 0 and cursor.byte_offset > 0
-            batch = read_complete_lines(
-                path, offset, options.max_line_bytes, max_lines=options.batch_lines
-            )
+            lines = 0 if offset == 0 else int(cursor.details.get("lines", 0))
+            if offset == 0:
+                problems.resolve(db, [key])
+            binary = binary_format(path) if offset == 0 else cursor.details.get("binary")
+            if binary is None:
+                batch = read_complete_lines(
+                    path, offset, options.max_line_bytes, max_lines=options.batch_lines
+                )
+            else:  # one problem for the whole file, not one per "line" of it
+                batch = LineBatch(start_offset=offset, next_offset=stat.size)
             parser = parser_for(source, context)
             result = parser.feed(batch)
-            outcome = apply_batch(db, source, namespace, source.channel, result, parser.context)
+            found = [_located(error, lines) for error in result.errors]
+            if binary is not None and offset == 0:
+                found.append(Found("binary_file", f"{binary}, not JSONL text", byte_offset=0))
+            outcome = apply_batch(
+                db,
+                source,
+                namespace,
+                source.channel,
+                result,
+                parser.context,
+                found,
+                options.run_id,
+            )
             head = min(batch.next_offset, cursors.HEAD_BYTES)
             cursor.byte_offset = batch.next_offset
             cursor.details = {
                 "context": parser.context.model_dump(mode="json"),
                 "head": {"length": head, "digest": cursors.head_digest(path, head)},
+                "lines": lines + batch.line_count,
             }
+            if binary is not None:
+                cursor.details["binary"] = binary
             cursors.save(db, cursor, _owner(source, namespace, parser.context.session_id), stat)
         report.read = True
         report.outcomes.append(outcome)
@@ -243,12 +277,25 @@ class _StoreSession:
                 events = read_events(self.source.path, self.session_id, after, options.batch_lines)
                 if not events:
                     return
+                if after == 0:
+                    problems.resolve(db, [str(self.source.path)], session_id=self.session_id)
                 parser = parser_for(
                     self.source, context or SessionContext(session_id=self.session_id)
                 )
                 result = parse_events(parser, events)
+                found = [  # a store event's `line_no` is its seq
+                    Found(e.kind, e.detail, session_id=self.session_id, seq=e.line_no)
+                    for e in result.errors
+                ]
                 outcome = apply_batch(
-                    db, self.source, self.namespace, self.channel, result, parser.context
+                    db,
+                    self.source,
+                    self.namespace,
+                    self.channel,
+                    result,
+                    parser.context,
+                    found,
+                    options.run_id,
                 )
                 cursor.seq = events[-1].seq
                 cursor.details = {"context": parser.context.model_dump(mode="json")}

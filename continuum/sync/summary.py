@@ -22,12 +22,16 @@ class ErrorSample:
     path: str
     detail: str
     offset: int | None = None
+    line_no: int | None = None
+    session_id: str | None = None
+    seq: int | None = None
 
 
 @dataclass
 class SyncSummary:
     """Counts of one sync run. `locked` means another run held the lock and nothing was done."""
 
+    run_id: str = ""
     locked: bool = False
     incomplete: bool = False
     files_seen: int = 0
@@ -55,12 +59,22 @@ class SyncSummary:
         return self.messages_inserted / self.seconds if self.seconds > 0 else 0.0
 
     def record_error(
-        self, kind: str, path: Path | str, detail: str, offset: int | None = None
+        self,
+        kind: str,
+        path: Path | str,
+        detail: str,
+        offset: int | None = None,
+        *,
+        line_no: int | None = None,
+        session_id: str | None = None,
+        seq: int | None = None,
     ) -> None:
-        """Count one problem of `kind`, keeping the first few as samples."""
+        """Count one problem of `kind`, keeping the first few as samples (every problem of
+        the input is also kept in `sync_problems`: `continuum.sync.problems`)."""
         self.errors[kind] += 1
         if len(self.error_samples) < MAX_ERROR_SAMPLES:
-            self.error_samples.append(ErrorSample(kind, str(path), detail, offset))
+            sample = ErrorSample(kind, str(path), detail, offset, line_no, session_id, seq)
+            self.error_samples.append(sample)
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (counters as plain dicts, rate rounded)."""

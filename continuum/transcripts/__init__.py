@@ -21,6 +21,7 @@ from continuum.transcripts.lines import (
     Line,
     LineBatch,
     TranscriptVanished,
+    binary_format,
     read_complete_lines,
 )
 from continuum.transcripts.models import (
@@ -67,6 +68,7 @@ __all__ = [
     "TranscriptMessage",
     "TranscriptSource",
     "TranscriptVanished",
+    "binary_format",
     "clean_user_text",
     "discover",
     "enabled_kinds",

@@ -38,16 +38,21 @@ class TranscriptSource(BaseModel):
 
 @dataclass(frozen=True)
 class DiscoveryError:
-    """A directory that could not be listed."""
+    """A directory that could not be listed (or, by `kind`, another file discovery reads,
+    like a malformed `sessions.json`, at `line_no` when known)."""
 
     path: Path
     detail: str
+    kind: str = "unreadable_dir"
+    line_no: int | None = None
+    instance: str | None = None
 
 
 @dataclass
 class Discovery:
     """One look over a host: where to look, the sources found (sorted by kind, then path,
-    once `discover` returns) and the directories that could not be read.
+    once `discover` returns), the directories that could not be read (`errors`) and the
+    other files discovery reads that are malformed (`bad_files`: a bad `sessions.json`).
 
     `home` is the home directory the runtimes write under; `roots` the explicit OpenClaw
     instance directories (None: `home/.openclaw*`).
@@ -57,6 +62,7 @@ class Discovery:
     roots: list[Path] | None = None
     sources: list[TranscriptSource] = field(default_factory=list)
     errors: list[DiscoveryError] = field(default_factory=list)
+    bad_files: list[DiscoveryError] = field(default_factory=list)
     _listed: dict[Path, list[Path]] = field(default_factory=dict, repr=False)
 
     def children(self, directory: Path) -> list[Path]:

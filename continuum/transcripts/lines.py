@@ -61,6 +61,7 @@ class LineBatch:
     errors: list[ParseError] = field(default_factory=list)
     partial_tail: bool = False
     truncated: bool = False
+    line_count: int = 0  # complete lines scanned, kept or not
 
 
 class _Scanner:
@@ -144,7 +145,29 @@ def read_complete_lines(
     except FileNotFoundError as exc:
         raise TranscriptVanished(exc.errno, "transcript vanished", str(path)) from exc
     scanner.batch.partial_tail = scanner.length > 0
+    scanner.batch.line_count = scanner.number
     return scanner.batch
+
+
+# Signatures of files that are not text lines at all (a compressed or packed transcript).
+_SIGNATURES = {
+    b"\x1f\x8b": "gzip-compressed data",
+    b"BZh": "bzip2-compressed data",
+    b"\xfd7zXZ\x00": "xz-compressed data",
+    b"\x28\xb5\x2f\xfd": "zstd-compressed data",
+    b"PK\x03\x04": "a zip archive",
+    b"SQLite format 3\x00": "a SQLite database",
+}
+
+
+def binary_format(path: Path) -> str | None:
+    """What a file is when its first bytes say it is not text lines (gzip...), else None."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(16)
+    except FileNotFoundError as exc:
+        raise TranscriptVanished(exc.errno, "transcript vanished", str(path)) from exc
+    return next((name for magic, name in _SIGNATURES.items() if head.startswith(magic)), None)
 
 
 def decode_entry(line: Line) -> Entry | ParseError:

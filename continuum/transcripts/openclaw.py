@@ -10,14 +10,14 @@ import json
 import logging
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from continuum.transcripts.discovery import Discovery, TranscriptSource
+from continuum.transcripts.discovery import Discovery, DiscoveryError, TranscriptSource
 from continuum.transcripts.lines import BlockSpec, Entry, EntryParser, Line, collect_blocks
 from continuum.transcripts.models import (
     Compaction,
@@ -312,19 +312,29 @@ def _index_entry(key: str, raw: dict[str, Any]) -> SessionIndexEntry | None:
     )
 
 
-def load_sessions_index(directory: Path) -> dict[str, SessionIndexEntry]:
-    """Entries of `<directory>/sessions.json` by session id ({} if missing or malformed)."""
+def load_sessions_index(
+    directory: Path, errors: list[DiscoveryError] | None = None
+) -> dict[str, SessionIndexEntry]:
+    """Entries of `<directory>/sessions.json` by session id ({} if missing or malformed;
+    a malformed one is logged, and reported in `errors` when given)."""
     path = directory / "sessions.json"
+
+    def bad(detail: str, line_no: int | None = None) -> dict[str, SessionIndexEntry]:
+        log.warning("ignoring %s: %s", path, detail)
+        if errors is not None:
+            errors.append(DiscoveryError(path, detail, "bad_sessions_index", line_no))
+        return {}
+
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # a bad directory is reported as such
         return {}
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        log.warning("ignoring unreadable %s: %s", path, exc)
-        return {}
+    except json.JSONDecodeError as exc:
+        return bad(str(exc), exc.lineno)
+    except (OSError, UnicodeDecodeError) as exc:
+        return bad(str(exc))
     if not isinstance(raw, dict):
-        log.warning("ignoring %s: not a JSON object", path)
-        return {}
+        return bad("not a JSON object")
     index: dict[str, SessionIndexEntry] = {}
     for key, value in raw.items():
         entry = _index_entry(key, value) if isinstance(value, dict) else None
@@ -406,7 +416,9 @@ def discover_files(found: Discovery) -> None:
     """
     for instance, agent in agent_dirs(found):
         sessions = agent / "sessions"
-        index = load_sessions_index(sessions)
+        bad: list[DiscoveryError] = []
+        index = load_sessions_index(sessions, bad)
+        found.bad_files += [replace(error, instance=instance) for error in bad]
         listed = found.children(sessions)
         for path in listed:
             if not path.is_file() or not is_transcript_file(path):

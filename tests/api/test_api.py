@@ -4,6 +4,7 @@ validation errors that name fields, pagination, the body limit, events through a
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Iterator
 from typing import Any
 
@@ -13,9 +14,11 @@ from fastapi.testclient import TestClient
 from continuum.api import create_app
 from continuum.api.tokens import create_token, revoke_token
 from continuum.capture.kinds import KINDS
+from continuum.sync import sync
 from tests.browser.seed import seed
 from tests.support.events import turn
 from tests.support.wait import wait_for
+from tests.sync.test_fidelity import ADVERSARIAL, GZIP
 
 BODY_LIMIT = 64 * 1024
 
@@ -312,3 +315,17 @@ def test_a_users_memories_include_the_shared_ones_as_search_does(api: TestClient
     assert len(jason) == 2 and first in {item["id"] for item in jason}
     maria = api.get("/v1/memories?user_id=maria", headers=headers).json()["items"]
     assert [item["id"] for item in maria] == [first]  # the shared one, not jason's
+
+
+def test_sync_problems_are_listed_for_the_token_s_instances(api: TestClient, tmp_path: Any) -> None:
+    home = tmp_path / "home"
+    shutil.copytree(ADVERSARIAL, home)
+    sync(home, feed_capture=False)
+    assert api.get("/v1/sync/problems").status_code == 401
+    found = api.get("/v1/sync/problems", headers=bearer("default")).json()
+    assert {p["kind"] for p in found["items"]} == {"binary_file", "malformed_json", "not_an_object"}
+    [gzip] = [p for p in found["items"] if p["kind"] == "binary_file"]
+    assert gzip["source_path"].endswith(f"{GZIP}.jsonl") and gzip["location"] == "file"
+    assert api.get("/v1/sync/problems", headers=bearer("codex")).json()["items"] == []
+    later = api.get("/v1/sync/problems?since=2999-01-01", headers=bearer("default")).json()
+    assert later["items"] == []

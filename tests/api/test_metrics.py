@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,6 +15,8 @@ from continuum.api import create_app
 from continuum.contract.queues import ALL_QUEUES, EMBED
 from continuum.store import deadletter, metrics
 from continuum.store.redis_client import get_redis
+from continuum.sync import sync
+from tests.sync.test_fidelity import ADVERSARIAL
 
 SPARE_BROKER_DB = 9  # no worker listens here, so the queued messages stay put
 
@@ -72,3 +75,11 @@ def test_an_unreachable_source_is_reported_not_raised(api: TestClient, settings_
     samples = scrape(api)
     assert samples[("continuum_source_up", (("source", "broker"),))] == 0
     assert samples[("continuum_source_up", (("source", "postgres"),))] == 1
+
+
+def test_open_sync_problems_are_counted_by_kind(api: TestClient, tmp_path: Any) -> None:
+    shutil.copytree(ADVERSARIAL, tmp_path / "home")
+    sync(tmp_path / "home", feed_capture=False)
+    samples = scrape(api)
+    assert samples[("continuum_sync_problems_open", (("kind", "binary_file"),))] == 1
+    assert samples[("continuum_sync_problems_open", (("kind", "malformed_json"),))] == 1

@@ -39,3 +39,27 @@ def test_sync_then_cron_reports_of_a_day(db: Any, home: Path) -> None:
     assert other_day.exit_code == 0 and other_day.stdout == ""
     bad_day = runner.invoke(app, ["cron-reports", "-n", "default", "--day", "tuesday"])
     assert bad_day.exit_code == 2 and "'tuesday' is not a date" in bad_day.stderr
+
+
+def test_sync_lists_every_problem_with_its_location_and_sync_problems_keeps_them(
+    db: Any, home: Path
+) -> None:
+    sessions = home / ".openclaw" / "agents" / "main" / "sessions"
+    bad = sessions / "b96c88e2-b875-4762-a8c3-fd495a27f5bd.jsonl"
+    good = bad.read_bytes()
+    bad.write_bytes(good + b"{broken\n")
+    result = runner.invoke(
+        app, ["sync", "--home", str(home), "--no-capture"], env={"COLUMNS": "300"}
+    )
+    assert result.exit_code == 0, result.output
+    index = home / ".openclaw-DTeam" / "agents" / "ops" / "sessions" / "sessions.json"
+    lines = len(good.splitlines())
+    assert f"malformed_json {bad}:{lines + 1} (byte {len(good)})" in result.stdout
+    assert f"bad_sessions_index {index}:1" in result.stdout  # the fixture's malformed index
+
+    listed = runner.invoke(app, ["sync", "problems", "--since", "1h", "--json"])
+    kept = {(p["kind"], p["source_path"], p["line_no"]) for p in json.loads(listed.stdout)}
+    assert kept == {("malformed_json", str(bad), lines + 1), ("bad_sessions_index", str(index), 1)}
+    later = runner.invoke(app, ["sync", "problems", "--since", "2999-01-01", "--json"])
+    assert json.loads(later.stdout) == []
+    assert runner.invoke(app, ["sync", "problems", "--since", "soon"]).exit_code == 2

@@ -7,6 +7,7 @@ from __future__ import annotations
 import shutil
 import socket
 import time
+from collections import Counter
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,9 @@ from sqlalchemy import select
 
 from continuum.store.engine import session_scope
 from continuum.store.models import Message, Session
-from continuum.sync import sync
+from continuum.sync import problems, sync
+from tests.sync.test_sync import live
+from tests.transcripts.test_openclaw_sqlite import make_store
 
 ADVERSARIAL = Path(__file__).resolve().parents[1] / "fixtures" / "transcripts" / "adversarial"
 NO_TIME = "0a000001-0000-4000-8000-000000000001"
@@ -111,3 +114,46 @@ def test_with_redis_down_sync_falls_back_within_seconds_and_says_so_once(
     assert time.monotonic() - started < 8
     assert summary.errors["lock_unavailable"] == 1 and summary.errors["capture_dispatch"] == 1
     assert summary.messages_inserted > 0 and summary.chunks_dispatched == 0
+
+
+def open_problems() -> list[dict[str, Any]]:
+    with session_scope() as db:
+        return [p.model_dump() for p in problems.listing(db)]
+
+
+def test_every_bad_line_is_kept_with_its_location_and_a_gzip_file_is_one_problem(
+    db: Any, home: Path
+) -> None:
+    summary = sync(home, feed_capture=False, batch_lines=2)  # line numbers span batches
+    broken = live(home, BROKEN)
+    lines = broken.read_bytes().splitlines(keepends=True)
+    found = {(Path(p["source_path"]).name, p["kind"]): p for p in open_problems()}
+    assert set(found) == {
+        (f"{BROKEN}.jsonl", "malformed_json"),
+        (f"{BROKEN}.jsonl", "not_an_object"),
+        (f"{GZIP}.jsonl", "binary_file"),
+    }
+    malformed = found[(f"{BROKEN}.jsonl", "malformed_json")]
+    assert (malformed["line_no"], malformed["byte_offset"]) == (3, len(lines[0] + lines[1]))
+    assert found[(f"{BROKEN}.jsonl", "not_an_object")]["line_no"] == 4
+    gzip = found[(f"{GZIP}.jsonl", "binary_file")]
+    assert gzip["location"] == "file" and "gzip" in gzip["detail"]
+    assert {p["run_id"] for p in found.values()} == {summary.run_id}
+    assert summary.errors["invalid_utf8"] == 0 and summary.errors["binary_file"] == 1
+
+    again = sync(home, feed_capture=False)  # nothing changed: the rows stay as they are
+    assert again.errors == Counter() and len(open_problems()) == 3
+    broken.write_bytes(lines[0] + lines[1] + lines[4])  # fixed: the bad lines removed
+    sync(home, feed_capture=False)
+    assert {p["kind"] for p in open_problems()} == {"binary_file"}
+    with session_scope() as session:
+        resolved = problems.listing(session, include_resolved=True)
+    assert sum(p.resolved_at is not None for p in resolved) == 2
+
+
+def test_a_bad_store_event_is_kept_with_its_session_and_seq(db: Any, home: Path) -> None:
+    make_store(home / ".openclaw" / "agents" / "main" / "agent" / "openclaw-agent.sqlite")
+    sync(home, feed_capture=False)
+    [event] = [p for p in open_problems() if p["source_path"].endswith(".sqlite")]
+    assert (event["kind"], event["session_id"], event["seq"]) == ("malformed_json", "s-2", 3)
+    assert event["location"] == "s-2#3"

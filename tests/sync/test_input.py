@@ -18,6 +18,7 @@ from continuum.store.models import CronReport, Message, Session, TranscriptCurso
 from continuum.sync import SyncProgress, cron_reports, sync
 from tests.sync.test_sync import (
     FIXTURE_MESSAGES,
+    FIXTURE_PROBLEMS,
     assert_exactly_once,
     copy_home,
     live,
@@ -78,7 +79,7 @@ def test_bad_lines_are_counted_and_every_good_line_is_kept(db: Any, home: Path) 
     )
     summary = sync(home, feed_capture=False, max_line_bytes=1_000_000)
     assert summary.files_failed == 0
-    assert summary.errors == Counter(
+    assert summary.errors == FIXTURE_PROBLEMS + Counter(
         malformed_json=1, invalid_utf8=2, oversize_line=1, not_an_object=1
     )
     assert summary.skipped_entries["unknown_entry"] == 1
@@ -117,10 +118,11 @@ def test_an_unreadable_directory_and_a_vanished_file_are_reported(db: Any, home:
             doomed.unlink()
 
     summary = sync(home, feed_capture=False, workers=1, progress=delete_later_file)
-    assert summary.errors == Counter(unreadable_dir=1, vanished=1)
+    assert summary.errors == FIXTURE_PROBLEMS + Counter(unreadable_dir=1, vanished=1)
     assert {s.kind: s.path for s in summary.error_samples} == {
         "unreadable_dir": str(broken / "sessions"),
         "vanished": str(doomed),
+        "bad_sessions_index": str(home / ".openclaw-DTeam/agents/ops/sessions/sessions.json"),
     }
     assert (summary.files_seen, summary.files_read, summary.files_skipped) == (9, 8, 1)
     assert summary.messages_inserted == FIXTURE_MESSAGES - 2
@@ -162,7 +164,7 @@ def test_cron_sessions_get_their_source_and_a_report_at_event_time(db: Any, home
 def test_sqlite_stores_resume_each_session_by_seq(db: Any, home: Path) -> None:
     store = make_store(home / ".openclaw" / "agents" / "main" / "agent" / "openclaw-agent.sqlite")
     first = sync(home, feed_capture=False, instance="default")
-    assert first.errors == Counter(malformed_json=1)  # the store's broken s-2 event
+    assert first.errors == FIXTURE_PROBLEMS + Counter(malformed_json=1)  # broken s-2 event
     assert contents("s-2") == ["Keep invoices in EUR."]
     assert contents("s-1")[0].startswith("Summarize yesterday's commits")
     with session_scope() as db_session:
@@ -180,7 +182,8 @@ def test_sqlite_stores_resume_each_session_by_seq(db: Any, home: Path) -> None:
         conn.execute("INSERT INTO transcript_events VALUES ('s-2', 4, ?, 0)", (json.dumps(event),))
     conn.close()
     second = sync(home, feed_capture=False, instance="default")
-    assert (second.messages_inserted, second.duplicates, second.errors) == (1, 0, Counter())
+    assert (second.messages_inserted, second.duplicates) == (1, 0)
+    assert second.errors == FIXTURE_PROBLEMS
     assert contents("s-2") == ["Keep invoices in EUR.", "EUR it is."]
     assert sync(home, feed_capture=False, instance="default").files_read == 0
 

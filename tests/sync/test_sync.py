@@ -29,6 +29,8 @@ TELEGRAM = "b96c88e2-b875-4762-a8c3-fd495a27f5bd"
 ENTREPRENEUR = "a1e2b3c4-d5f6-4789-8abc-def012345678"
 ARCHIVED = "e4d5f6a7-b8c9-4d0e-a1f2-3b4c5d6e7f80"
 FIXTURE_MESSAGES = 36
+# Reported by every run over the fixture home: the dteam instance's sessions.json is malformed.
+FIXTURE_PROBLEMS = Counter(bad_sessions_index=1)
 Key = tuple[str, str, str]
 
 
@@ -109,7 +111,7 @@ def test_first_sync_stores_every_message_once_and_the_next_skips_unchanged_files
     assert (first.files_seen, first.files_read, first.files_failed) == (9, 9, 0)
     assert first.messages_inserted == FIXTURE_MESSAGES == first.messages_parsed
     assert first.partial_lines == 1  # the entrepreneur file's last line is still being written
-    assert first.errors == Counter()
+    assert first.errors == FIXTURE_PROBLEMS
     assert first.skipped_entries["heartbeat"] == 2 and first.skipped_entries["delivery_mirror"] == 2
     assert_exactly_once(home)
 
@@ -203,7 +205,7 @@ def test_a_file_rewritten_in_place_is_detected_by_its_head(db: Any, home: Path) 
     path.write_text(path.read_text().replace("Postgres", "Postgre5", 1) + "\n")
     result = sync(home, feed_capture=False)
     assert (result.files_restarted, result.messages_inserted, result.duplicates) == (1, 0, 11)
-    assert result.errors == Counter()
+    assert result.errors == FIXTURE_PROBLEMS
 
 
 def test_an_archived_copy_is_read_once_as_a_closed_session_and_dedupes(db: Any, home: Path) -> None:

@@ -1,0 +1,167 @@
+"""Sync problems (table `sync_problems`): where bad input is, kept after the run that found it.
+
+One row per problem, keyed by source, location and kind: a line of a JSONL file (location
+`line-<n>`, with its line number and byte offset), an event of a SQLite store
+(`<session_id>#<seq>`), or a whole source (`file`: a compressed or unreadable file, a
+directory that cannot be listed, a store of the wrong layout). A file that cannot be read
+at all is one problem, never one per "line". Seeing a problem again moves its
+`last_seen_at` and `run_id`; reading a source again from its start first resolves its rows
+(`resolved_at`), so the problems of a fixed file close and those still there reopen.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict
+from sqlalchemy import func, select, update
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.orm import Session as DbSession
+from sqlalchemy.sql.elements import ColumnElement
+
+from continuum.store.models import SyncProblem
+from continuum.store.storable import clean_text
+
+WHOLE_SOURCE = "file"
+
+
+@dataclass(frozen=True)
+class Found:
+    """One problem and where it is: a file line, a store event, or (neither) the source."""
+
+    kind: str
+    detail: str
+    line_no: int | None = None
+    byte_offset: int | None = None
+    session_id: str | None = None
+    seq: int | None = None
+
+    @property
+    def location(self) -> str:
+        """The problem's place in its source, stable across runs."""
+        if self.seq is not None:
+            return f"{self.session_id}#{self.seq}"
+        if self.line_no is not None:
+            return f"line-{self.line_no}"
+        return WHOLE_SOURCE
+
+
+def record(db: DbSession, run_id: str, namespace: str, path: str, found: Iterable[Found]) -> None:
+    """Insert or refresh (reopening if resolved) the problems of one source."""
+    rows = {
+        (f.location, f.kind): {
+            "namespace": namespace,
+            "source_path": clean_text(path),
+            "location": f.location,
+            "kind": f.kind,
+            "detail": clean_text(f.detail),
+            "line_no": f.line_no,
+            "byte_offset": f.byte_offset,
+            "session_id": f.session_id,
+            "seq": f.seq,
+            "run_id": run_id,
+        }
+        for f in found
+    }
+    if not rows:
+        return
+    stmt = insert(SyncProblem).values(list(rows.values()))
+    new = stmt.excluded
+    db.execute(
+        stmt.on_conflict_do_update(
+            index_elements=["source_path", "location", "kind"],
+            set_={
+                "detail": new.detail,
+                "line_no": new.line_no,
+                "byte_offset": new.byte_offset,
+                "run_id": new.run_id,
+                "last_seen_at": func.now(),
+                "resolved_at": None,
+            },
+        )
+    )
+
+
+def resolve(
+    db: DbSession,
+    paths: Collection[str],
+    *,
+    session_id: str | None = None,
+    whole_source: bool = False,
+    not_run: str | None = None,
+) -> None:
+    """Close the open problems of sources (of one of their sessions; or only the problems
+    of the whole source; or only those not seen by run `not_run`), before they are read
+    again or once they were read fine."""
+    if not paths:
+        return
+    where: list[ColumnElement[bool]] = [
+        SyncProblem.source_path.in_(paths),
+        SyncProblem.resolved_at.is_(None),
+    ]
+    if session_id is not None:
+        where.append(SyncProblem.session_id == session_id)
+    if whole_source:
+        where.append(SyncProblem.location == WHOLE_SOURCE)
+    if not_run is not None:
+        where.append(SyncProblem.run_id != not_run)
+    db.execute(update(SyncProblem).where(*where).values(resolved_at=func.now()))
+
+
+class Problem(BaseModel):
+    """A stored problem, as the CLI and the API show it."""
+
+    model_config = ConfigDict(from_attributes=True)
+
+    id: int
+    namespace: str
+    source_path: str
+    location: str
+    kind: str
+    detail: str
+    line_no: int | None
+    byte_offset: int | None
+    session_id: str | None
+    seq: int | None
+    run_id: str
+    first_seen_at: datetime
+    last_seen_at: datetime
+    resolved_at: datetime | None
+
+
+def listing(
+    db: DbSession,
+    *,
+    namespaces: Collection[str] | None = None,
+    since: datetime | None = None,
+    run_id: str | None = None,
+    include_resolved: bool = False,
+    limit: int = 1000,
+    offset: int = 0,
+) -> list[Problem]:
+    """Problems (of `namespaces`, or all), most recently seen first."""
+    stmt = select(SyncProblem).order_by(
+        SyncProblem.last_seen_at.desc(), SyncProblem.source_path, SyncProblem.id
+    )
+    if namespaces is not None:
+        stmt = stmt.where(SyncProblem.namespace.in_(namespaces))
+    if since is not None:
+        stmt = stmt.where(SyncProblem.last_seen_at >= since)
+    if run_id is not None:
+        stmt = stmt.where(SyncProblem.run_id == run_id)
+    if not include_resolved:
+        stmt = stmt.where(SyncProblem.resolved_at.is_(None))
+    rows = db.scalars(stmt.limit(limit).offset(offset))
+    return [Problem.model_validate(row) for row in rows]
+
+
+def open_counts(db: DbSession) -> dict[str, int]:
+    """Unresolved problems by kind."""
+    stmt = (
+        select(SyncProblem.kind, func.count())
+        .where(SyncProblem.resolved_at.is_(None))
+        .group_by(SyncProblem.kind)
+    )
+    return {kind: count for kind, count in db.execute(stmt)}
