@@ -54,6 +54,7 @@ def _summary_table(summary: SyncSummary) -> Table:
         ("sessions with new messages", str(summary.sessions)),
         ("cron reports written", str(summary.cron_reports)),
         ("capture chunks sent", str(summary.chunks_dispatched)),
+        ("sessions ended (summary, extraction)", str(summary.sessions_ended)),
         ("lines still being written", str(summary.partial_lines)),
         ("instances", ", ".join(summary.instances) or "-"),
         ("time", f"{summary.seconds:.2f}s ({summary.rate:,.0f} messages/s)"),

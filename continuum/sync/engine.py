@@ -27,7 +27,7 @@ from sqlalchemy.exc import DBAPIError, StatementError
 from continuum.config import get_settings
 from continuum.store.engine import session_scope
 from continuum.store.redis_client import get_quick_redis
-from continuum.sync import cursors, feed, problems
+from continuum.sync import cursors, ending, feed, problems
 from continuum.sync.sources import (
     DEFAULT_BATCH_LINES,
     READERS,
@@ -164,6 +164,19 @@ class _Engine:
             for namespace, path, found in self.source_problems:
                 problems.record(db, self.summary.run_id, namespace, path, [found])
 
+    def end_sessions(self, idle_ms: int) -> None:
+        """Send session end for the synced sessions that ended or went idle (only when
+        capture is fed: the same broker, and `--no-capture` means no pipeline work)."""
+        if not self.feed:
+            return
+        try:
+            self.summary.sessions_ended = ending.end_synced_sessions(
+                self.summary.instances, idle_ms
+            )
+        except Exception as exc:  # the broker refused: the sessions are ended next run
+            log.warning("session end for synced sessions failed: %s", exc)
+            self.summary.record_error("capture_dispatch", "session end", str(exc))
+
     def renew_lock(self) -> None:
         if self.lock is None or time.monotonic() - self.lock_renewed < self.lock_timeout_s / 3:
             return
@@ -279,6 +292,7 @@ def sync(
         deadline = None if time_budget_s is None else started + time_budget_s
         _run(engine, options, sources, workers or settings.sync_workers, deadline, progress)
         engine.keep_problems()
+        engine.end_sessions(settings.idle_ms)
     finally:
         if lock is not None:
             try:

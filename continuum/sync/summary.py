@@ -45,6 +45,7 @@ class SyncSummary:
     sessions: int = 0
     cron_reports: int = 0
     chunks_dispatched: int = 0
+    sessions_ended: int = 0
     partial_lines: int = 0
     instances: list[str] = field(default_factory=list)
     views_created: list[str] = field(default_factory=list)

@@ -8,17 +8,18 @@ import shutil
 import socket
 import time
 from collections import Counter
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from continuum.store.engine import session_scope
-from continuum.store.models import Message, Session
+from continuum.store.models import Memory, Message, Session
 from continuum.sync import problems, sync
-from tests.sync.test_sync import live
+from tests.support.wait import wait_for
+from tests.sync.test_sync import live, message_line
 from tests.transcripts.test_openclaw_sqlite import make_store
 
 ADVERSARIAL = Path(__file__).resolve().parents[1] / "fixtures" / "transcripts" / "adversarial"
@@ -157,3 +158,42 @@ def test_a_bad_store_event_is_kept_with_its_session_and_seq(db: Any, home: Path)
     [event] = [p for p in open_problems() if p["source_path"].endswith(".sqlite")]
     assert (event["kind"], event["session_id"], event["seq"]) == ("malformed_json", "s-2", 3)
     assert event["location"] == "s-2#3"
+
+
+def memories_of(kind: str) -> dict[str, int]:
+    with session_scope() as db:
+        rows = db.execute(
+            select(Memory.session_id, func.count())
+            .where(Memory.kind == kind)
+            .group_by(Memory.session_id)
+        )
+        return {session_id: count for session_id, count in rows}
+
+
+def test_synced_sessions_end_once_through_the_session_end_path(
+    db: Any, home: Path, worker: Any, settings_env: Any, tmp_path: Path
+) -> None:
+    settings_env(workspace_dir=tmp_path / "workspace")
+    sessions_dir = home / ".openclaw" / "agents" / "main" / "sessions"
+    recent = datetime.now(UTC) - timedelta(minutes=1)
+    (sessions_dir / "0a0a0a0a-0000-4000-8000-00000000fresh.jsonl").write_text(
+        message_line("e0000001", "x", recent.isoformat(), "user", "Still on the importer.")
+        + message_line("e0000002", "e0000001", recent.isoformat(), "assistant", "Go on.")
+    )
+    summary = sync(home)
+    ended = {s.session_id for s in sessions().values() if s.details.get("end_requested")}
+    # archived (RESET) and idle sessions end; the one active a minute ago does not
+    assert RESET in ended and NO_TIME in ended and ARCHIVED_BESIDE_LIVE in ended
+    assert "0a0a0a0a-0000-4000-8000-00000000fresh" not in ended
+    assert summary.sessions_ended == len(ended)
+    wait_for(lambda: all(sessions()[sid].details.get("finished") for sid in ended), timeout=90)
+    summaries = memories_of("conversation_summary")
+    assert summaries[RESET] == 1 and summaries[ARCHIVED_BESIDE_LIVE] == 1
+    reset = sessions()[RESET]
+    assert (reset.status, reset.details["finished"]) == ("ended", "finished")
+    log = (tmp_path / "workspace" / "default" / "activity-log.md").read_text()
+    assert "standup" in log.lower()  # the narrative line of the reset session
+
+    again = sync(home, backfill=True)  # re-reading everything ends nothing twice
+    assert again.sessions_ended == 0
+    assert memories_of("conversation_summary") == summaries

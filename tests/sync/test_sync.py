@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select, text
 
-from continuum.contract.queues import EXTRACT_CHUNK
+from continuum.contract.queues import EXTRACT_CHUNK, FINISH_SESSION
 from continuum.store.engine import session_scope
 from continuum.store.models import Message, Session, TranscriptCursor
 from continuum.store.redis_client import get_redis
@@ -313,18 +313,20 @@ def test_new_messages_feed_capture_in_chunks_after_commit(
     db: Any, home: Path, sent: list[tuple[Any, ...]]
 ) -> None:
     summary = sync(home)
-    assert summary.chunks_dispatched == len(sent) > 0
+    finished = [args for args in sent if args[0] == FINISH_SESSION]  # the old sessions: idle
+    chunks = [args for args in sent if args[0] == EXTRACT_CHUNK]
+    assert summary.chunks_dispatched == len(chunks) > 0
+    assert summary.sessions_ended == len(finished) == len(sent) - len(chunks)
     by_session: dict[tuple[str, str], list[str]] = {}
     with session_scope() as db_session:
         times = dict(db_session.execute(select(Message.message_id, Message.created_at)).all())
-    for task, namespace, session_id, ids in sent:
-        assert task == EXTRACT_CHUNK
+    for _, namespace, session_id, ids in chunks:
         assert 1 <= len(ids) <= 10
         assert max(times[i] for i in ids) - min(times[i] for i in ids) <= timedelta(minutes=5)
         by_session.setdefault((namespace, session_id), []).extend(ids)
     stored = Counter((ns, sid) for ns, sid, _ in stored_keys())
     assert {key: len(ids) for key, ids in by_session.items()} == dict(stored)
-    telegram = [ids for _, _, sid, ids in sent if sid == TELEGRAM]
+    telegram = [ids for _, _, sid, ids in chunks if sid == TELEGRAM]
     assert telegram == [
         ["605a9036", "f334395a", "633131ec", "fef0beb7", "429622ba", "9ca48ce5", "f3aeadb5"],
         ["8931492b", "1a13b17e"],
