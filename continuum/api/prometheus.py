@@ -4,8 +4,8 @@ Flower shows workers and tasks but not how much is waiting, so this adds, read a
 time: the depth of every Celery queue (Redis LLEN over kombu's priority lists in the broker),
 messages delivered but not yet acknowledged, the dead-letter store by task, the open sync
 problems by kind, and every pipeline counter of `continuum.store.metrics` as a Prometheus
-counter. A source that cannot be
-read is reported by `continuum_source_up{source=...} 0` instead of failing the scrape.
+counter. A source that cannot be read is reported by `continuum_source_up{source=...} 0`
+instead of failing the scrape.
 
 No token: it carries aggregate numbers only (no tenant names or content). Keep it off the
 public network (bind or proxy rules), like Flower.
@@ -17,22 +17,22 @@ from collections.abc import Callable, Iterator
 
 import redis
 from fastapi import APIRouter, Response
-from kombu.transport.redis import PRIORITY_STEPS, Channel
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from sqlalchemy import func, select
 from sqlalchemy.exc import SQLAlchemyError
 
-from continuum.config import ConfigError, get_settings
-from continuum.contract.queues import ALL_QUEUES
+from continuum.config import ConfigError
 from continuum.store import metrics
+from continuum.store.broker import TIMEOUT_S as SCRAPE_TIMEOUT_S
+from continuum.store.broker import broker_state
 from continuum.store.engine import session_scope
 from continuum.store.models import DeadLetter
+from continuum.store.redis_client import get_quick_redis
 from continuum.sync import problems
 
 router = APIRouter(tags=["monitoring"])
-BROKER_TIMEOUT_S = 2.0
 COUNTER_HELP = {
     metrics.MEMORIES_STORED: "Memories stored by capture and extraction.",
     metrics.LLM_CALLS: "Calls to the LLM endpoint.",
@@ -42,41 +42,18 @@ COUNTER_HELP = {
 }
 
 
-def queue_keys(queue: str) -> list[str]:
-    """kombu's Redis lists of a queue: the name itself, then one per priority step."""
-    return [queue if step == 0 else f"{queue}{Channel.sep}{step}" for step in PRIORITY_STEPS]
-
-
-def _scrape_client(url: str) -> redis.Redis:
-    """A short-timeout client without retries: a down Redis must not stall the scrape."""
-    return redis.Redis.from_url(
-        url,
-        socket_connect_timeout=BROKER_TIMEOUT_S,
-        socket_timeout=BROKER_TIMEOUT_S,
-        retry=None,
-        decode_responses=True,
-    )
-
-
 def _queues() -> Iterator[Metric]:
-    with _scrape_client(get_settings().resolved_broker_url()) as client:
-        pipe = client.pipeline(transaction=False)
-        for queue in ALL_QUEUES:
-            for key in queue_keys(queue):
-                pipe.llen(key)
-        pipe.hlen(Channel.unacked_key)
-        *lengths, unacked = pipe.execute()
+    state = broker_state()
     depth = GaugeMetricFamily(
         "continuum_queue_depth", "Messages waiting in a Celery queue.", labels=["queue"]
     )
-    steps = len(PRIORITY_STEPS)
-    for index, queue in enumerate(ALL_QUEUES):
-        depth.add_metric([queue], sum(lengths[index * steps : (index + 1) * steps]))
+    for queue, count in state.depths.items():
+        depth.add_metric([queue], count)
     yield depth
     yield GaugeMetricFamily(
         "continuum_queue_unacked",
         "Messages delivered to a worker and not yet acknowledged.",
-        value=unacked,
+        value=state.unacked,
     )
 
 
@@ -102,7 +79,8 @@ def _stored() -> Iterator[Metric]:
 
 
 def _counters() -> Iterator[Metric]:
-    with _scrape_client(get_settings().resolved_redis_url()) as client:
+    # A short-timeout client without retries: a down Redis must not stall the scrape.
+    with get_quick_redis(SCRAPE_TIMEOUT_S) as client:
         counters = metrics.snapshot(client)
     for name, value in counters.items():
         help_text = COUNTER_HELP.get(name, f"Pipeline counter {name}.")

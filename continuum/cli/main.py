@@ -23,12 +23,25 @@ from continuum.cli import (
     search,
     servers,
     sessions,
+    status,
     sync,
 )
 from continuum.cli.common import print_error
 
 app = typer.Typer(help="Continuum: durable memory for AI agents.", no_args_is_help=True)
-for module in (servers, events, processes, messages, search, sessions, sync, recall, memory, api):
+for module in (
+    servers,
+    events,
+    processes,
+    messages,
+    search,
+    sessions,
+    sync,
+    status,
+    recall,
+    memory,
+    api,
+):
     app.add_typer(module.app)
 
 

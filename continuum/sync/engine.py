@@ -35,7 +35,7 @@ from continuum.sync.sources import (
     Outcome,
     SourceReport,
 )
-from continuum.sync.summary import SyncProgress, SyncSummary
+from continuum.sync.summary import SyncProgress, SyncSummary, save_last_run
 from continuum.sync.views import ensure_views
 from continuum.transcripts import (
     Discovery,
@@ -157,12 +157,15 @@ class _Engine:
         found = problems.Found(kind, detail, line_no=line_no)
         self.source_problems.append((namespace, str(path), found))
 
-    def keep_problems(self) -> None:
-        """Store the run's source problems; close those of sources read fine this time."""
+    def keep_record(self) -> None:
+        """Store the run's source problems, close those of sources read fine this time, and
+        remember the run as the last sync (`continuum status`)."""
+        summary = self.summary
         with session_scope() as db:
-            problems.resolve(db, self.read_fine, whole_source=True, not_run=self.summary.run_id)
+            problems.resolve(db, self.read_fine, whole_source=True, not_run=summary.run_id)
             for namespace, path, found in self.source_problems:
-                problems.record(db, self.summary.run_id, namespace, path, [found])
+                problems.record(db, summary.run_id, namespace, path, [found])
+            save_last_run(db, summary)
 
     def end_sessions(self, idle_ms: int) -> None:
         """Send session end for the synced sessions that ended or went idle (only when
@@ -291,8 +294,9 @@ def sync(
         sources = _select(engine, found, instance)
         deadline = None if time_budget_s is None else started + time_budget_s
         _run(engine, options, sources, workers or settings.sync_workers, deadline, progress)
-        engine.keep_problems()
         engine.end_sessions(settings.idle_ms)
+        summary.seconds = time.monotonic() - started
+        engine.keep_record()
     finally:
         if lock is not None:
             try:

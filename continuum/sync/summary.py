@@ -1,4 +1,5 @@
-"""What a sync run did: the `SyncSummary` returned to callers and the progress reports.
+"""What a sync run did: the `SyncSummary` returned to callers, the progress reports, and
+the last run's figures kept in `system_state` (`last_sync`) for `continuum status`.
 
 Counters only grow; `record_error` keeps a few samples (path, kind, detail) so a report can
 say where bad input was found without holding every error of a large backfill in memory.
@@ -11,7 +12,25 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy import func
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.orm import Session as DbSession
+
+from continuum.store.models import SystemState
+
 MAX_ERROR_SAMPLES = 20
+LAST_RUN_KEY = "last_sync"
+_LAST_RUN_FIELDS = (
+    "run_id",
+    "incomplete",
+    "files_seen",
+    "files_read",
+    "files_failed",
+    "messages_inserted",
+    "sessions_ended",
+    "errors",
+    "seconds",
+)
 
 
 @dataclass(frozen=True)
@@ -95,3 +114,15 @@ class SyncProgress:
     total: int
     path: Path
     summary: SyncSummary
+
+
+def save_last_run(db: DbSession, summary: SyncSummary) -> None:
+    """Keep the run's figures as the last sync (in the caller's transaction)."""
+    data = summary.as_dict()
+    value = {name: data[name] for name in _LAST_RUN_FIELDS}
+    stmt = insert(SystemState).values(key=LAST_RUN_KEY, value=value)
+    db.execute(
+        stmt.on_conflict_do_update(
+            index_elements=["key"], set_={"value": stmt.excluded.value, "updated_at": func.now()}
+        )
+    )
