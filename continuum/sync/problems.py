@@ -136,12 +136,14 @@ def listing(
     *,
     namespaces: Collection[str] | None = None,
     since: datetime | None = None,
+    until: datetime | None = None,
     run_id: str | None = None,
     include_resolved: bool = False,
     limit: int = 1000,
     offset: int = 0,
 ) -> list[Problem]:
-    """Problems (of `namespaces`, or all), most recently seen first."""
+    """Problems (of `namespaces`, or all; last seen in `since`..`until`), most recently
+    seen first."""
     stmt = select(SyncProblem).order_by(
         SyncProblem.last_seen_at.desc(), SyncProblem.source_path, SyncProblem.id
     )
@@ -149,6 +151,8 @@ def listing(
         stmt = stmt.where(SyncProblem.namespace.in_(namespaces))
     if since is not None:
         stmt = stmt.where(SyncProblem.last_seen_at >= since)
+    if until is not None:
+        stmt = stmt.where(SyncProblem.last_seen_at < until)
     if run_id is not None:
         stmt = stmt.where(SyncProblem.run_id == run_id)
     if not include_resolved:

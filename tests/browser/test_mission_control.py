@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from continuum.api.tokens import create_token
 from continuum.capture.kinds import KINDS
+from continuum.sync import sync
 from tests.browser.conftest import ARTIFACTS
 from tests.browser.seed import seed
+from tests.sync.test_fidelity import ADVERSARIAL, BROKEN, GZIP
 
 pytestmark = pytest.mark.browser
 TURNS = 40  # per session; three sessions: 120 messages, pages of 50
@@ -104,3 +108,20 @@ def test_token_from_the_url_once_and_bad_tokens(page: Any, live_server: str, tok
     page.fill("#token-input", "ctm_not-a-token")
     page.click("#login-form button")
     page.wait_for_selector("#login-error:has-text('not valid')")
+
+
+def test_sync_problems_tab_shows_where_bad_input_is(
+    page: Any, live_server: str, token: str, tmp_path: Path
+) -> None:
+    shutil.copytree(ADVERSARIAL, tmp_path / "home")
+    sync(tmp_path / "home", feed_capture=False)
+    value, _ = create_token(["default"], "ops")
+    open_with_token(page, live_server, value)
+    page.click("[data-tab=problems]")
+    page.wait_for_function("document.querySelectorAll('#results li.problem').length === 3")
+    assert page.is_visible("#resolved") and not page.is_visible("#role")
+    places = page.locator("#results .place").all_text_contents()
+    assert any(place.endswith(f"{BROKEN}.jsonl:3 (byte 291)") for place in places)
+    assert any(place.endswith(f"{GZIP}.jsonl") for place in places)
+    kinds = page.locator("#results li.problem strong").all_text_contents()
+    assert sorted(kinds) == ["binary_file", "malformed_json", "not_an_object"]

@@ -22,12 +22,13 @@ def list_problems(
     page: ListingDep,
     resolved: Annotated[bool, Query(description="Also problems a later sync found fixed.")] = False,
 ) -> Page[Problem]:
-    """Problems sync found, most recently seen first (`since`: seen since)."""
+    """Problems sync found, most recently seen first (dates: when last seen)."""
     with session_scope() as db:
         rows = listing(
             db,
             namespaces=scope.namespaces,
             since=page.window.since,
+            until=page.window.until,
             include_resolved=resolved,
             limit=page.window.limit,
             offset=page.window.offset,

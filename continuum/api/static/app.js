@@ -126,6 +126,26 @@ function memoryRow(m, inSession = false) {
   ]);
 }
 
+// Where a sync problem is: file:line (byte n), store [session#seq], or the whole file.
+function problemPlace(p) {
+  if (p.seq !== null) return `${p.source_path} [${p.session_id}#${p.seq}]`;
+  if (p.line_no !== null) return `${p.source_path}:${p.line_no} (byte ${p.byte_offset})`;
+  return p.source_path;
+}
+
+function problemRow(p) {
+  return el("li", { className: "row problem" }, [
+    el("div", { className: "meta" }, [
+      el("strong", { textContent: p.kind }),
+      el("span", { textContent: p.namespace }),
+      el("span", { textContent: `seen ${when(p.first_seen_at)} – ${when(p.last_seen_at)}` }),
+      ...(p.resolved_at ? [el("span", { textContent: `resolved ${when(p.resolved_at)}` })] : []),
+    ]),
+    el("div", { className: "place", textContent: problemPlace(p) }),
+    el("div", { className: "content", textContent: p.detail }),
+  ]);
+}
+
 // -- list view with infinite scroll -------------------------------------------------
 const TABS = {
   conversations: {
@@ -146,6 +166,11 @@ const TABS = {
       min_importance: $("min-importance").value,
     }),
     row: (m) => memoryRow(m),
+  },
+  problems: {
+    path: "/v1/sync/problems",
+    params: () => ({ resolved: $("resolved").checked ? "true" : "" }),
+    row: problemRow,
   },
 };
 
