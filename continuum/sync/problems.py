@@ -1,7 +1,8 @@
 """Sync problems (table `sync_problems`): where bad input is, kept after the run that found it.
 
 One row per problem, keyed by source, location and kind: a line of a JSONL file (location
-`line-<n>`, with its line number and byte offset), an event of a SQLite store
+`line-<n>`, with its line number and byte offset; `byte-<offset>` when the line number is
+unknown, in a file first read before line numbers were counted), an event of a SQLite store
 (`<session_id>#<seq>`), or a whole source (`file`: a compressed or unreadable file, a
 directory that cannot be listed, a store of the wrong layout). A file that cannot be read
 at all is one problem, never one per "line". Seeing a problem again moves its
@@ -45,6 +46,8 @@ class Found:
             return f"{self.session_id}#{self.seq}"
         if self.line_no is not None:
             return f"line-{self.line_no}"
+        if self.byte_offset is not None:
+            return f"byte-{self.byte_offset}"
         return WHOLE_SOURCE
 
 

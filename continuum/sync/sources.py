@@ -138,9 +138,12 @@ def apply_batch(
     return outcome
 
 
-def _located(error: ParseError, lines_before: int) -> Found:
-    """A JSONL parse error at its line number in the whole file (its own is batch-relative)."""
-    line_no = lines_before + error.line_no if error.line_no is not None else None
+def _located(error: ParseError, lines_before: int | None) -> Found:
+    """A JSONL parse error at its line number in the whole file (its own is batch-relative;
+    unknown when the cursor does not count lines: a cursor stored by an older version)."""
+    line_no = None
+    if lines_before is not None and error.line_no is not None:
+        line_no = lines_before + error.line_no
     return Found(error.kind, error.detail, line_no=line_no, byte_offset=error.offset)
 
 
@@ -179,7 +182,7 @@ def sync_jsonl(
             else:
                 offset, context = _resume_at(cursor, path, stat)
                 report.restarted += offset == 0 and cursor.byte_offset > 0
-            lines = 0 if offset == 0 else int(cursor.details.get("lines", 0))
+            lines: int | None = 0 if offset == 0 else cursor.details.get("lines")
             if offset == 0:
                 problems.resolve(db, [key])
             binary = binary_format(path) if offset == 0 else cursor.details.get("binary")
@@ -193,7 +196,7 @@ def sync_jsonl(
             result = parser.feed(batch)
             found = [_located(error, lines) for error in result.errors]
             if binary is not None and offset == 0:
-                found.append(Found("binary_file", f"{binary}, not JSONL text", byte_offset=0))
+                found.append(Found("binary_file", f"{binary}, not JSONL text"))
             outcome = apply_batch(
                 db,
                 source,
@@ -209,8 +212,9 @@ def sync_jsonl(
             cursor.details = {
                 "context": parser.context.model_dump(mode="json"),
                 "head": {"length": head, "digest": cursors.head_digest(path, head)},
-                "lines": lines + batch.line_count,
             }
+            if lines is not None:
+                cursor.details["lines"] = lines + batch.line_count
             if binary is not None:
                 cursor.details["binary"] = binary
             cursors.save(db, cursor, _owner(source, namespace, parser.context.session_id), stat)

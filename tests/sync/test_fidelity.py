@@ -16,7 +16,7 @@ import pytest
 from sqlalchemy import func, select
 
 from continuum.store.engine import session_scope
-from continuum.store.models import Memory, Message, Session
+from continuum.store.models import Memory, Message, Session, TranscriptCursor
 from continuum.sync import problems, sync
 from tests.support.wait import wait_for
 from tests.sync.test_sync import live, message_line
@@ -197,3 +197,20 @@ def test_synced_sessions_end_once_through_the_session_end_path(
     again = sync(home, backfill=True)  # re-reading everything ends nothing twice
     assert again.sessions_ended == 0
     assert memories_of("conversation_summary") == summaries
+
+
+def test_a_bad_line_after_a_cursor_without_line_count_is_kept_by_its_byte_offset(
+    db: Any, home: Path
+) -> None:
+    path = live(home, NO_TIME)
+    sync(home, feed_capture=False)
+    with session_scope() as session:  # a cursor stored before lines were counted
+        cursor = session.get(TranscriptCursor, str(path))
+        assert cursor is not None
+        cursor.details = {k: v for k, v in cursor.details.items() if k != "lines"}
+    size = path.stat().st_size
+    with path.open("a") as handle:
+        handle.write("{not json\n")
+    sync(home, feed_capture=False)
+    [bad] = [p for p in open_problems() if p["source_path"] == str(path)]
+    assert (bad["location"], bad["line_no"], bad["byte_offset"]) == (f"byte-{size}", None, size)
