@@ -109,10 +109,11 @@ def test_with_redis_down_sync_falls_back_within_seconds_and_says_so_once(
     with socket.socket() as sock:  # a port nobody listens on
         sock.bind(("127.0.0.1", 0))
         dead = f"redis://127.0.0.1:{sock.getsockname()[1]}/0"
-    settings_env(redis_url=dead, broker_url=dead, sync_redis_timeout_s=1)
+    # Other Redis clients may wait long (a worker rides out an outage): sync must not.
+    settings_env(redis_url=dead, broker_url=dead, redis_wait_s=60, sync_redis_timeout_s=1)
     started = time.monotonic()
     summary = sync(home)
-    assert time.monotonic() - started < 8
+    assert time.monotonic() - started < 5
     assert summary.errors["lock_unavailable"] == 1 and summary.errors["capture_dispatch"] == 1
     assert summary.messages_inserted > 0 and summary.chunks_dispatched == 0
 
