@@ -23,8 +23,11 @@ RESULTS_DIR = ROOT / "bench" / "results"
 console = Console()
 
 
-def bench_servers(home: Path = BENCH_HOME, database: str = BENCH_DATABASE) -> dict[str, str]:
-    """Embedded servers under `home` with a fresh `database`; env points at them."""
+def bench_servers(
+    home: Path = BENCH_HOME, database: str = BENCH_DATABASE, *, fresh: bool = True
+) -> dict[str, str]:
+    """Embedded servers under `home` with a fresh `database` (or, `fresh=False`, the one an
+    earlier run left, created if missing); env points at them."""
     import psycopg
 
     from continuum.config import get_settings
@@ -32,8 +35,12 @@ def bench_servers(home: Path = BENCH_HOME, database: str = BENCH_DATABASE) -> di
 
     urls = EmbeddedServers(home).up()
     with psycopg.connect(urls["database_url"].replace("+psycopg", ""), autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{database}"')
+        exists = conn.execute(
+            "SELECT 1 FROM pg_database WHERE datname = %s", (database,)
+        ).fetchone()
+        if fresh or not exists:
+            conn.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+            conn.execute(f'CREATE DATABASE "{database}"')
     database_url = urls["database_url"].replace("/continuum?", f"/{database}?")
     os.environ.update(
         CONTINUUM_HOME=str(home),

@@ -1,11 +1,14 @@
 """`make eval` (`python -m bench.eval`): the retrieval evaluation on the LoCoMo dev split read
 from CONTINUUM_EVAL_LOCOMO; skipped, with a note saying what to set, when it is absent.
 
-Runs on its own embedded servers under .continuum-eval/ with a fresh database each time.
+Runs on its own embedded servers under .continuum-eval/ with a fresh database each time;
+`--reuse` scores the database the last run synced instead (no sync, no worker: for
+iterating on recall, not on capture).
 """
 
 from __future__ import annotations
 
+import argparse
 import shutil
 import statistics
 import time
@@ -17,7 +20,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from bench.common import ROOT, bench_servers, console
 from bench.eval import locomo, report
-from bench.eval.ingest import Ingested, ingest
+from bench.eval.ingest import Ingested, ingest, ingested
 from bench.eval.scoring import coverage, evaluate
 from bench.eval.systems import (
     CONTEXT_TOKENS,
@@ -33,6 +36,17 @@ from continuum.dev.embedded import EmbeddedServers
 
 EVAL_HOME = ROOT / ".continuum-eval"
 EVAL_DATABASE = "continuum_eval"
+
+
+def _reuse() -> tuple[float, float, Ingested]:
+    """The servers and database an earlier run left, as they are; build_s is 0."""
+    started = time.perf_counter()
+    with console.status("Starting the eval's embedded servers on the last run's database…"):
+        bench_servers(EVAL_HOME, EVAL_DATABASE, fresh=False)
+    found = ingested()
+    if not found.messages:
+        raise SystemExit("--reuse: no synced conversations in the eval database; run without it")
+    return time.perf_counter() - started, 0.0, found
 
 
 def _load(split: locomo.Split) -> tuple[float, float, Ingested]:
@@ -90,6 +104,13 @@ def _ask(split: locomo.Split, ours: tuple[float, float]) -> tuple[list[Run], Con
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="score the database the last run synced (skips the sync and the worker)",
+    )
+    args = parser.parse_args()
     path = get_settings().eval_locomo
     if not path.is_file():
         console.print(
@@ -107,7 +128,7 @@ def main() -> None:
     servers = EmbeddedServers(EVAL_HOME)
     was_running = all(s.running for s in servers.status())
     try:
-        init_s, build_s, ingested = _load(split)
+        init_s, build_s, loaded = _reuse() if args.reuse else _load(split)
         runs, blocks = _ask(split, (init_s, build_s))
     finally:
         if not was_running:
@@ -132,7 +153,8 @@ def main() -> None:
     caption = (
         f"context-block: whole-block evidence recall {whole_block:.3f}, mean "
         f"{tokens:.0f} of {CONTEXT_TOKENS} tokens. Ours built from transcripts by sync and "
-        f"real workers ({ingested.messages:,} messages, {ingested.memories:,} memories); "
+        f"real workers ({loaded.messages:,} messages, {loaded.memories:,} memories"
+        f"{', reused' if args.reuse else ''}); "
         "the baselines index the same turns."
     )
     report.show(console, report.table(systems, title, caption))
@@ -141,7 +163,8 @@ def main() -> None:
         "n_questions": len(split.questions),
         "n_dropped_no_evidence": split.dropped,
         "seconds": round(seconds, 1),
-        "ingest": asdict(ingested),
+        "ingest": asdict(loaded),
+        "reused_database": args.reuse,
         "context_block": {
             "max_tokens": CONTEXT_TOKENS,
             "whole_block_recall": whole_block,

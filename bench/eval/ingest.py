@@ -131,8 +131,17 @@ def ingest(instances: list[Path], home: Path, broker_url: str, console: Console)
     finally:
         stop(worker)
         broker.close()
-    with session_scope() as db:
-        memories = int(db.scalar(text("SELECT count(*) FROM memories")) or 0)
+    memories = ingested().memories
     console.print(f"[green]✓[/] queues drained in {drain_s:.1f}s: {memories:,} memories")
     return Ingested(summary.messages_inserted, memories, summary.chunks_dispatched,
                     summary.seconds, drain_s)  # fmt: skip
+
+
+def ingested() -> Ingested:
+    """What the database holds (messages, memories), without the sync's own figures."""
+    with session_scope() as db:
+        messages, memories = (
+            int(db.scalar(text(f"SELECT count(*) FROM {table}")) or 0)
+            for table in ("messages", "memories")
+        )
+    return Ingested(messages, memories, 0, 0.0, 0.0)
