@@ -1,5 +1,5 @@
 """Hybrid search: pgvector cosine and Postgres full text over memories and raw messages,
-fused by reciprocal rank, always scoped to one namespace (and user when given).
+fused by score, always scoped to one namespace (and user when given).
 
 Every hit carries the ids of its source messages and the parts of its score, so an answer
 can be traced back to the turns it came from and explained. Beyond the two base channels:
@@ -33,15 +33,15 @@ Source = Literal["memory", "message"]
 
 @dataclass(frozen=True)
 class FusionWeights:
-    """Weights of reciprocal-rank fusion: score = Σ source × channel / (rrf_k + rank)."""
+    """Weights of score fusion: score = Σ source × channel × the hit's normalized signal in
+    that channel's ranking (see `_Fusion.add`)."""
 
     vector: float = 1.0
-    text: float = 0.8
+    text: float = 1.3
     in_window: float = 1.0  # each of vector/text ranked again inside the query's time window
     memory: float = 1.0
-    message: float = 0.9
-    memory_key: float = 0.6  # share of a memory hit's score its source messages receive
-    rrf_k: int = 60
+    message: float = 1.0
+    memory_key: float = 0.9  # its source turns rank at least at this share of a memory's score
 
 
 @dataclass(frozen=True)
@@ -249,29 +249,41 @@ def _window_vector(
 
 
 class _Fusion:
-    """Accumulates reciprocal-rank contributions per (source, id)."""
+    """Accumulates each channel's score contributions per (source, id)."""
 
     def __init__(self, weights: FusionWeights) -> None:
         self.weights = weights
         self.hits: dict[tuple[str, int], SearchHit] = {}
 
-    def add(
-        self, source: Source, channel: str, ranked: list[tuple[Any, float]], weight: float
-    ) -> None:
-        for rank, (row, signal) in enumerate(ranked, start=1):
+    def add(self, channel: str, ranked: list[tuple[Source, Any, float]], weight: float) -> None:
+        """Add one channel's joint ranking (best first) by its signal normalized on the scale
+        of the turns in it: BM25 as a share of the best turn's; a cosine similarity by its
+        place between the worst and best turn's (dense similarities crowd into a narrow
+        band). Turns thus score as they would alone, and a memory counts only as far as
+        its own signal places it among them (at most as much as the best turn)."""
+        vector = channel.startswith("vector")
+        values = [1 - signal if vector else signal for _, _, signal in ranked]
+        scale = [v for (source, _, _), v in zip(ranked, values, strict=True) if source == "message"]
+        scale = scale or values
+        top = max(scale, default=0.0)
+        floor = min(scale, default=0.0) if vector else 0.0
+        for rank, ((source, row, _), value) in enumerate(zip(ranked, values, strict=True), 1):
+            share = min((value - floor) / (top - floor), 1.0) if top > floor else 1.0
+            if share < 0:
+                continue  # a memory weaker than every turn the channel kept
             hit = self.hits.setdefault((source, row.id), _hit(source, row))
-            source_weight = getattr(self.weights, source)
-            hit.score += source_weight * weight / (self.weights.rrf_k + rank)
+            hit.score += getattr(self.weights, source) * weight * share
             hit.parts[f"{channel}_rank"] = rank
             if channel == "vector":
-                hit.parts["vector_similarity"] = round(1 - signal, 4)
+                hit.parts["vector_similarity"] = round(value, 4)
             elif channel == "text":
-                hit.parts["text_bm25"] = round(signal, 4)
+                hit.parts["text_bm25"] = round(value, 4)
 
     def propagate_to_sources(
         self, db: DbSession, filters: SearchFilters, params: dict[str, Any]
     ) -> None:
-        """Memory hits score the messages they were extracted from."""
+        """A memory hit lifts the messages it was extracted from to `memory_key` of its
+        score (unless they score higher already): the turns show up right after it."""
         best: dict[tuple[str, str], float] = {}
         for hit in [h for h in self.hits.values() if h.source == "memory" and h.session_id]:
             for message_id in hit.source_message_ids:
@@ -291,7 +303,7 @@ class _Fusion:
         for row in rows:
             hit = self.hits.setdefault(("message", row.id), _hit("message", row))
             share = best[(row.session_id, row.source_message_ids[0])]
-            hit.score += share
+            hit.score = max(hit.score, share)
             hit.parts["memory_key"] = round(share, 6)
 
     def ranked(self) -> list[SearchHit]:
@@ -411,8 +423,9 @@ def search_in(
     for channel in channels:  # text first: the query vector is still being computed
         if channel == "vector" and query_vector:
             params["qv"] = vector_literal(query_vector.result())
-        for source in sources:
-            for suffix, scope in scopes:
+        for suffix, scope in scopes:
+            joint: list[tuple[Source, Any, float]] = []
+            for source in sources:
                 where = where_sql(source, scope, params)
                 if suffix and channel == "vector":
                     ranked = _window_vector(db, source, where, params)
@@ -422,8 +435,12 @@ def search_in(
                     ranked = [
                         r for r in ranked if window.mentioned_in(r[0].content, r[0].created_at)
                     ]
-                weight = weights.in_window if suffix else getattr(weights, channel)
-                fusion.add(source, channel + suffix, ranked, weight)
+                joint += [(source, row, signal) for row, signal in ranked]
+            # One ranking per channel across sources, by the channel's own signal: the best
+            # of a few memories ranks where its similarity or BM25 puts it among the turns.
+            joint.sort(key=lambda entry: entry[2] if channel == "vector" else -entry[2])
+            weight = weights.in_window if suffix else getattr(weights, channel)
+            fusion.add(channel + suffix, joint, weight)
     if "message" in sources and "memory" in sources:
         fusion.propagate_to_sources(db, filters, params)
     hits = fusion.ranked()[:limit]
@@ -444,7 +461,7 @@ class SearchOptions(TypedDict, total=False):
 
 
 def search(namespace: str, query: str, **options: Unpack[SearchOptions]) -> list[SearchHit]:
-    """The `limit` best hits for `query` by reciprocal-rank fusion of vector and text ranks
+    """The `limit` best hits for `query` by score fusion of the vector and text rankings
     (plus in-window ranks when the query names a time, relative to `now`); `neighbours=n`
     attaches the n turns around each message hit."""
     with session_scope() as db:

@@ -114,6 +114,25 @@ def test_a_memory_hit_scores_its_source_turn(db: Any) -> None:
     assert memory.source_message_ids == ["s1-1"]
 
 
+def test_memories_never_push_turns_down(db: Any) -> None:
+    """Turns score on their own scale whatever memories match: the default search lists the
+    turns in the order messages-only search does (a memory may sit between them)."""
+    session("s1", NOW - timedelta(days=3), [
+        ("user", "Let's go with Hoffmann Landscaping for the garden, their quote is lower."),
+        ("user", "The landscaping crew from Hoffmann starts work on the garden beds Monday."),
+        ("user", "Garden landscaping quote from Hoffmann arrived: 4,000 for the beds."),
+        ("user", "I watered the tomatoes in the garden this morning."),
+    ])  # fmt: skip
+    embed_pending()
+    query = "who starts the landscaping work on the garden beds?"
+    alone = search("pearl", query, limit=10, sources=("message",), now=NOW)
+    default = search("pearl", query, limit=10, now=NOW)
+    assert any(hit.source == "memory" for hit in default)
+    turns = [h.source_message_ids for h in default if h.source == "message"]
+    assert turns[: len(alone)] == [h.source_message_ids for h in alone]
+    assert ids(alone)[0] == "s1-1"
+
+
 def test_neighbours_come_from_the_same_session(db: Any) -> None:
     session("s1", NOW - timedelta(days=2), [
         ("user", "What was the name of the vet?"),
