@@ -64,6 +64,7 @@ def db(servers: dict[str, str]) -> Iterator[Any]:
     from sqlalchemy import text
     from sqlalchemy.exc import OperationalError
 
+    from continuum.recall.textquery import speaker_lexemes
     from continuum.store.engine import get_engine
     from continuum.store.redis_client import get_redis
 
@@ -79,6 +80,7 @@ def db(servers: dict[str, str]) -> Iterator[Any]:
                 raise
             time.sleep(0.5)
     get_redis().flushdb()
+    speaker_lexemes.clear()  # it remembers the names of the truncated tenants' speakers
     yield engine
 
 

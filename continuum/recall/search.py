@@ -23,7 +23,14 @@ from sqlalchemy.orm import Session as DbSession
 
 from continuum.capture.text import normalize_for_key
 from continuum.inference.embedding import embed_query_soon, vector_literal
-from continuum.recall.textquery import MATCH_CAP, plan, query_lexemes, quote_lexeme, table_stats
+from continuum.recall.textquery import (
+    MATCH_CAP,
+    plan,
+    query_lexemes,
+    quote_lexeme,
+    speaker_lexemes,
+    table_stats,
+)
 from continuum.recall.timeparse import TimeRange, parse_time_range, strip_phrase
 from continuum.store.engine import session_scope
 
@@ -403,6 +410,11 @@ def search_in(
     query_vector = prepared.vector  # being embedded while the text channels rank
     window = None if filters.time_bounded else prepared.window
     lexemes = query_lexemes(db, prepared.text)
+    # A transcript's turns open with their speaker's name ("Caroline: …"): as a word it
+    # matches every turn of that person, so it selects and ranks nothing (the vector
+    # channel still reads the whole question).
+    speakers = speaker_lexemes.get(db, namespace)
+    lexemes = tuple(lexeme for lexeme in lexemes if lexeme not in speakers) or lexemes
     params: dict[str, Any] = {
         "ns": namespace,
         "n": candidates,

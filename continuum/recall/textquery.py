@@ -17,6 +17,11 @@ does the same in Postgres terms, from the lexeme frequencies ANALYZE already kee
 
 A row that only holds one everyday word is left to the vector channel, which finds
 paraphrases anyway.
+
+Speaker names are metadata, not words of the question: turns synced from a transcript open
+with their speaker ("Caroline: …"), so a question naming a speaker would match every turn
+of theirs. The names are read from the leading `Name:` of the tenant's latest turns
+(`speaker_lexemes`) and left out of the text query.
 """
 
 from __future__ import annotations
@@ -114,6 +119,50 @@ class _StatsCache:
 
 
 table_stats = _StatsCache()
+
+
+SPEAKER_SAMPLE = 200  # latest turns of a tenant read for speaker names
+SPEAKER_MIN_TURNS = 3  # turns a `Name:` prefix must open among them to count
+SPEAKER_CACHE_MAX = 4096  # tenants remembered per process
+_SPEAKERS_SQL = text(
+    """
+    SELECT lexeme FROM (
+        SELECT substring(content FROM '^([[:upper:]][[:alpha:].''-]{0,30}):\\s') AS name
+        FROM messages WHERE namespace = :ns ORDER BY created_at DESC LIMIT :sample
+    ) latest CROSS JOIN LATERAL unnest(tsvector_to_array(to_tsvector('english', name))) AS lexeme
+    WHERE name IS NOT NULL GROUP BY lexeme HAVING count(*) >= :min_turns
+    """
+)
+
+
+class _SpeakerCache:
+    """Per tenant, the stemmed names its latest turns open with (`Name: …`), re-read at most
+    once a minute; one bounded index range per read whatever the tenant's size."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._entries: dict[str, tuple[float, frozenset[str]]] = {}
+
+    def get(self, db: DbSession, namespace: str) -> frozenset[str]:
+        now = time.monotonic()
+        with self._lock:
+            entry = self._entries.get(namespace)
+        if entry and now - entry[0] < STATS_TTL_S:
+            return entry[1]
+        params = {"ns": namespace, "sample": SPEAKER_SAMPLE, "min_turns": SPEAKER_MIN_TURNS}
+        names = frozenset(db.execute(_SPEAKERS_SQL, params).scalars())
+        with self._lock:
+            if len(self._entries) >= SPEAKER_CACHE_MAX:
+                self._entries.pop(next(iter(self._entries)))  # the oldest entry
+            self._entries[namespace] = (now, names)
+        return names
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+
+speaker_lexemes = _SpeakerCache()
 
 
 def quote_lexeme(lexeme: str) -> str:

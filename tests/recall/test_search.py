@@ -133,6 +133,23 @@ def test_memories_never_push_turns_down(db: Any) -> None:
     assert ids(alone)[0] == "s1-1"
 
 
+def test_speaker_names_are_not_query_words(db: Any) -> None:
+    """Transcript turns open with their speaker's name: a question naming the speaker must
+    not match every turn of theirs by that word alone."""
+    session("s1", NOW - timedelta(days=5), [
+        ("user", "Caroline: Hey Mel, long time no see!"),
+        ("assistant", "Melanie: Hi Caroline! How have you been?"),
+        ("user", "Caroline: Busy! I researched adoption agencies all week."),
+        ("assistant", "Melanie: That is wonderful news."),
+        ("user", "Caroline: Glad it helped ya, Melanie!"),
+        ("user", "Caroline: Catch ya later!"),
+    ])  # fmt: skip
+    embed_pending()
+    hits = search("pearl", "What did Caroline research?", limit=6, sources=("message",), now=NOW)
+    assert ids(hits)[0] == "s1-2"
+    assert [ids([h]) for h in hits if "text_rank" in h.parts] == [["s1-2"]]
+
+
 def test_neighbours_come_from_the_same_session(db: Any) -> None:
     session("s1", NOW - timedelta(days=2), [
         ("user", "What was the name of the vet?"),
