@@ -108,6 +108,11 @@ class Settings(BaseSettings):
         default=75.0, ge=0, description="workers: how long a task rides out a Redis outage"
     )
 
+    hook_namespace: str = Field(
+        default="claude-code", description="Tenant `continuum hooks install` writes into hooks."
+    )
+    hook_user: str | None = Field(default=None, description="User the hooks' events belong to.")
+
     eval_locomo: Path = Field(
         default=Path("../shared/eval/locomo-dev/data/locomo-dev.json"),
         description="The LoCoMo dev split `make eval` scores retrieval on (absent: skipped).",

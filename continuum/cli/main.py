@@ -20,6 +20,7 @@ from continuum.cli import (
     messages,
     processes,
     recall,
+    runtimes,
     search,
     servers,
     sessions,
@@ -41,6 +42,7 @@ for module in (
     recall,
     memory,
     api,
+    runtimes,
 ):
     app.add_typer(module.app)
 

@@ -54,6 +54,8 @@ COMMANDS = {
     "maintenance": None,
     "api": None,
     "tokens": {"create", "list", "revoke"},
+    "hooks": {"install", "uninstall"},
+    "spool": {"flush"},
 }
 
 

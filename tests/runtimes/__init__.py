@@ -1,0 +1,1 @@
+"""Runtime integrations: Claude Code hooks, the spool, the MCP server."""
