@@ -113,6 +113,13 @@ class Settings(BaseSettings):
     )
     hook_user: str | None = Field(default=None, description="User the hooks' events belong to.")
 
+    mcp_namespace: str | None = Field(
+        default=None,
+        description="Tenant of `continuum mcp` over stdio; over HTTP, which of a token's "
+        "namespaces to use when it has several.",
+    )
+    mcp_user: str | None = Field(default=None, description="User of the MCP server's calls.")
+
     eval_locomo: Path = Field(
         default=Path("../shared/eval/locomo-dev/data/locomo-dev.json"),
         description="The LoCoMo dev split `make eval` scores retrieval on (absent: skipped).",

@@ -1,5 +1,6 @@
 """Runtime integrations: `continuum hooks install|uninstall claude-code` (Claude Code's hook
-entries in its settings) and `continuum spool flush` (send the events hooks spooled)."""
+entries in its settings), `continuum spool flush` (send the events hooks spooled) and
+`continuum mcp` (the MCP server, stdio or streamable HTTP)."""
 
 from __future__ import annotations
 
@@ -104,3 +105,17 @@ def flush(as_json: bool = JsonOption) -> None:
         )
     if report["error"]:
         fail(report["error"], code=3)
+
+
+@app.command("mcp")
+def mcp(
+    http: bool = typer.Option(False, "--http", help="Streamable HTTP (bearer tokens) on /mcp."),
+    host: str = typer.Option("127.0.0.1", "--host"),
+    port: int = typer.Option(8765, "--port"),
+) -> None:
+    """The MCP server: memory tools for any agent. Stdio by default (tenant and user from
+    CONTINUUM_MCP_NAMESPACE / _USER); --http serves http://HOST:PORT/mcp, each call in its
+    bearer token's namespace."""
+    from continuum.runtimes.mcp_server import serve
+
+    serve("http" if http else "stdio", host, port)

@@ -56,6 +56,7 @@ COMMANDS = {
     "tokens": {"create", "list", "revoke"},
     "hooks": {"install", "uninstall"},
     "spool": {"flush"},
+    "mcp": None,
 }
 
 
