@@ -24,6 +24,7 @@ from pydantic import (
 )
 
 from continuum.config import get_settings
+from continuum.store.storable import UNSTORABLE
 
 SCHEMA_VERSION = 1
 EVENT_KINDS = ("turn", "idle", "pre_compaction", "session_end")
@@ -34,7 +35,6 @@ EARLIEST_TS = datetime(1970, 1, 1, tzinfo=UTC)
 MAX_CLOCK_AHEAD = timedelta(days=1)
 MAX_NESTING = 32  # levels of objects/arrays inside an event (metadata, message lists)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-_UNSTORABLE = re.compile(r"[\x00\ud800-\udfff]")  # NUL and unpaired UTF-16 surrogates
 
 
 def _plain_identifier(value: str) -> str:
@@ -196,7 +196,7 @@ def _unstorable(data: Mapping[str, Any]) -> list[tuple[str, str]]:
     while stack:
         path, value, depth = stack.pop()
         if isinstance(value, str):
-            if _UNSTORABLE.search(value):
+            if UNSTORABLE.search(value):
                 errors.append((path, "contains a NUL character or an unpaired surrogate"))
         elif isinstance(value, float) and not math.isfinite(value):
             errors.append((path, f"must be a finite number, got {value}"))
@@ -207,7 +207,7 @@ def _unstorable(data: Mapping[str, Any]) -> list[tuple[str, str]]:
             items = value.items() if isinstance(value, Mapping) else enumerate(value)
             for key, item in items:
                 name = str(key)
-                bad_name = bool(_UNSTORABLE.search(name))
+                bad_name = bool(UNSTORABLE.search(name))
                 child = ".".join(filter(None, (path, ascii(name) if bad_name else name)))
                 if bad_name:
                     errors.append((child, "the field name contains a NUL or an unpaired surrogate"))

@@ -9,7 +9,8 @@ import math
 import re
 from typing import Any
 
-_UNSTORABLE = re.compile(r"[\x00\ud800-\udfff]")
+# What Postgres refuses in text: NUL and unpaired UTF-16 surrogates (producers refuse it too).
+UNSTORABLE = re.compile(r"[\x00\ud800-\udfff]")
 MAX_DEPTH = 64  # deeper parts of an escaped value are kept as their repr
 
 
@@ -47,9 +48,9 @@ def json_text(value: dict[str, Any]) -> str:
 
 def escape_text(value: str) -> str:
     """`value` with NUL characters and unpaired surrogates written as escapes (`\\x00`)."""
-    if not _UNSTORABLE.search(value):
+    if not UNSTORABLE.search(value):
         return value
-    return _UNSTORABLE.sub(lambda match: ascii(match.group())[1:-1], value)
+    return UNSTORABLE.sub(lambda match: ascii(match.group())[1:-1], value)
 
 
 def escaped_json(value: Any, depth: int = 0) -> Any:
