@@ -12,7 +12,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 NAMESPACE_PATTERN = re.compile(r"[a-z0-9][a-z0-9_.-]{0,63}")
@@ -68,6 +68,25 @@ class Settings(BaseSettings):
     privacy_mode: bool = Field(default=False, description="Never persist raw turns.")
     private_namespaces: Annotated[list[str], NoDecode] = Field(
         default_factory=list, description="Tenants whose raw turns are never persisted."
+    )
+    encryption_key: SecretStr | None = Field(
+        default=None, description="Key-encryption key: 64 hex characters (AES-256)."
+    )
+    encryption_key_file: Path | None = Field(
+        default=None, description="File holding the key-encryption key (64 hex characters)."
+    )
+    encryption_old_keys: Annotated[list[SecretStr], NoDecode] = Field(
+        default_factory=list,
+        description="Previous key-encryption keys (comma separated), read until "
+        "`continuum keys rotate` has re-wrapped every data key under the current one.",
+    )
+    encryption_tenants: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Tenants encrypted at rest (comma separated); empty: all, once a key is set.",
+    )
+    no_vector_tenants: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Tenants whose rows are never embedded (no vectors stored, text search only).",
     )
     idle_ms: int = Field(default=600_000, ge=1_000, description="Idle time before a snapshot.")
     min_session_s: float = Field(default=30.0, ge=0, description="Shorter sessions: no extraction.")
@@ -130,7 +149,15 @@ class Settings(BaseSettings):
     flower_port: int = 5555
     flower_address: str = "127.0.0.1"
 
-    @field_validator("namespaces", "private_namespaces", "sync_roots", mode="before")
+    @field_validator(
+        "namespaces",
+        "private_namespaces",
+        "sync_roots",
+        "encryption_old_keys",
+        "encryption_tenants",
+        "no_vector_tenants",
+        mode="before",
+    )
     @classmethod
     def _split_commas(cls, value: object) -> object:
         if isinstance(value, str):
@@ -174,6 +201,30 @@ class Settings(BaseSettings):
     def is_private(self, namespace: str) -> bool:
         """Privacy mode (R44/R45): raw turns of this tenant are never persisted."""
         return self.privacy_mode or namespace in self.private_namespaces
+
+    def encryption_hex(self) -> str | None:
+        """The key-encryption key as configured (hex), from the variable or the key file."""
+        if self.encryption_key is not None:
+            return self.encryption_key.get_secret_value().strip()
+        if self.encryption_key_file is not None:
+            try:
+                return self.encryption_key_file.read_text().strip()
+            except OSError as exc:
+                raise ConfigError(
+                    f"CONTINUUM_ENCRYPTION_KEY_FILE {self.encryption_key_file}: {exc.strerror}"
+                ) from exc
+        return None
+
+    def is_encrypted(self, namespace: str) -> bool:
+        """R47: this tenant's rows are encrypted at rest (a key is configured and the tenant
+        is listed, or no list is given)."""
+        if self.encryption_key is None and self.encryption_key_file is None:
+            return False
+        return not self.encryption_tenants or namespace in self.encryption_tenants
+
+    def stores_vectors(self, namespace: str) -> bool:
+        """False for a tenant in no-vector mode: its rows are never embedded."""
+        return namespace not in self.no_vector_tenants
 
     def check_namespace(self, namespace: str) -> None:
         """Raise ValueError unless `namespace` is a valid, allowed tenant name."""

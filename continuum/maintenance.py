@@ -39,6 +39,7 @@ from continuum.memory.claims import (
 from continuum.memory.user_tasks import tasks_query
 from continuum.memory.writer import WriteContext, store_memories
 from continuum.pipeline.narrative import workspace
+from continuum.security.envelope import open_text
 from continuum.store.engine import session_scope
 from continuum.store.models import MaintenanceRun, MemoryLog
 from continuum.store.redis_client import get_redis
@@ -226,7 +227,9 @@ def _plan_clusters(
     actions = []
     for group in groups:
         members = [
-            (i, c) for i, c in zip(group.ids, group.contents, strict=True) if i not in removed
+            (i, open_text(c, "memories.content"))
+            for i, c in zip(group.ids, group.contents, strict=True)
+            if i not in removed
         ]
         if group.topic is None or len(members) < config.cluster_min_size:
             continue
@@ -478,7 +481,7 @@ def render_memory_md(db: DbSession, namespace: str, items: int) -> str:
         ).all()
         lines += ["", f"## {title}", ""]
         lines += [
-            f"- {r.content} ({r.created_at:%Y-%m-%d}"
+            f"- {open_text(r.content, 'memories.content')} ({r.created_at:%Y-%m-%d}"
             + (f", confirmed {r.corroboration}×)" if r.corroboration > 1 else ")")
             for r in rows
         ] or ["- (none)"]

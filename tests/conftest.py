@@ -19,7 +19,8 @@ TEST_HOME = ROOT / (f".continuum-test-{SLOT}" if SLOT else ".continuum-test")
 TEST_DATABASE = "continuum_test"
 TABLES = (
     "sessions, messages, cron_reports, transcript_cursors, sync_problems, memories, tasks, memory_log, "
-    "dead_letters, processed_events, system_state, maintenance_runs, api_tokens"
+    "dead_letters, processed_events, system_state, maintenance_runs, api_tokens, data_keys, "
+    "forget_tombstones"
 )
 
 os.environ["CONTINUUM_HOME"] = str(TEST_HOME)
@@ -65,6 +66,7 @@ def db(servers: dict[str, str]) -> Iterator[Any]:
     from sqlalchemy.exc import OperationalError
 
     from continuum.recall.textquery import speaker_lexemes
+    from continuum.security.keys import keyring
     from continuum.store.engine import get_engine
     from continuum.store.redis_client import get_redis
 
@@ -81,6 +83,7 @@ def db(servers: dict[str, str]) -> Iterator[Any]:
             time.sleep(0.5)
     get_redis().flushdb()
     speaker_lexemes.clear()  # it remembers the names of the truncated tenants' speakers
+    keyring.clear()  # key ids restart with the truncated table
     yield engine
 
 

@@ -28,6 +28,7 @@ from sqlalchemy import insert, text
 from sqlalchemy.orm import Session as DbSession
 
 from continuum.capture.text import normalize_for_key
+from continuum.security.envelope import open_optional, open_text
 from continuum.store.models import MemoryLog
 
 Verdict = Literal[
@@ -57,7 +58,7 @@ class ClaimState:
     def of(cls, row: Any) -> ClaimState:
         return cls(
             id=row.id,
-            value=row.claim_value or "",
+            value=open_optional(row.claim_value, "memories.claim_value") or "",
             scope=row.claim_scope or "global",
             session_id=row.session_id,
             valid_until=row.valid_until,
@@ -303,10 +304,10 @@ def conflicts(db: DbSession, namespace: str, user_id: str | None = None) -> list
     return [
         Conflict(
             quarantined_id=r.id,
-            quarantined=r.content,
+            quarantined=open_text(r.content, "memories.content"),
             quarantined_provenance=r.provenance,
             active_id=r.a_id,
-            active=r.a_content,
+            active=open_optional(r.a_content, "memories.content"),
             active_provenance=r.a_provenance,
             subject=r.claim_subject,
             predicate=r.claim_predicate,

@@ -29,7 +29,12 @@ from sqlalchemy.orm import Session as DbSession
 from continuum.capture.kinds import MemoryKind, kind_literal, kind_names
 from continuum.capture.models import Provenance
 from continuum.capture.text import find_time_expression, snake
-from continuum.memory.writer import WriteContext, explicit_candidate, store_memories
+from continuum.memory.writer import (
+    WriteContext,
+    explicit_candidate,
+    store_memories,
+    stored_idempotency_key,
+)
 from continuum.store.engine import session_scope
 from continuum.store.ephemeral import notify_memory_changed
 from continuum.store.models import Memory, MemoryLog
@@ -223,7 +228,7 @@ class MemoryTools:
             session_id=self.ctx.session_id,
         )
         stored = store_memories(db, [(self.ctx, candidate)], columns)
-        ikey = candidate.idempotency_key(self.ctx.namespace)
+        ikey = stored_idempotency_key(self.ctx.namespace, candidate)
         row = db.execute(
             select(Memory.id, Memory.status, Memory.superseded_by).where(
                 Memory.namespace == self.ctx.namespace, Memory.idempotency_key == ikey

@@ -18,6 +18,7 @@ from sqlalchemy import Select, Text, cast, or_, select, text
 from sqlalchemy.orm import Session as DbSession
 
 from continuum.capture.kinds import kind_names
+from continuum.security.envelope import seal, seal_optional
 from continuum.store.engine import session_scope
 from continuum.store.models import UserTask
 
@@ -169,8 +170,15 @@ def tasks_from_memories(db: DbSession, rows: Sequence[Any]) -> int:
             {
                 "ns": row.namespace,
                 "uid": row.user_id,
-                "title": row.content,
-                "description": (row.details or {}).get("time_expression"),
+                "title": seal(
+                    row.namespace, row.user_id, "tasks.title", row.content, deterministic=True
+                ),
+                "description": seal_optional(
+                    row.namespace,
+                    row.user_id,
+                    "tasks.description",
+                    (row.details or {}).get("time_expression"),
+                ),
                 "channel": row.channel,
                 "tags": [tag, *(t for t in row.tags if t.startswith("session:"))],
                 "tag": tag,

@@ -4,6 +4,10 @@ A candidate's idempotency key (trigger + source ids + normalised content) makes 
 redelivered write a no-op. Every stored memory records its provenance, the trust that
 follows from it (R29) and its claim (R24), and the ids of the messages it came from.
 
+For an encrypted tenant (R47) content and claim value are sealed under the owner's data
+key, the idempotency key is keyed (an HMAC, not a plain digest of the content), the row
+carries its keyed full-text terms, and a forgotten user's memories are not written.
+
 In the same transaction, and only for rows really inserted (so effects stay exactly-once),
 a new claim supersedes, reinforces or is quarantined against the active memories it meets
 (`continuum.memory.claims`), and reminders and commitments become tasks (`continuum.memory.user_tasks`).
@@ -23,8 +27,12 @@ from continuum.capture.kinds import KIND_SPECS, MemoryKind
 from continuum.capture.models import MAX_CONTENT_CHARS, Claim, MemoryCandidate, Provenance
 from continuum.capture.text import clip
 from continuum.capture.topics import topic_slug
+from continuum.config import get_settings
 from continuum.memory.claims import claim_lock_key, lock_claims, resolve_claims
 from continuum.memory.user_tasks import tasks_from_memories
+from continuum.security.envelope import seal, seal_details
+from continuum.security.terms import keyed_lexemes, stored_tags, terms_for
+from continuum.security.tombstones import guard_users
 from continuum.store.bulk import execute_many, insert_ignore
 from continuum.store.models import Memory, MemoryLog
 
@@ -68,8 +76,17 @@ class WriteContext:
     occurred_at: datetime | None = None  # event time of the source turns (never ingest time)
 
 
+def stored_idempotency_key(namespace: str, candidate: MemoryCandidate) -> str:
+    """The candidate's idempotency key as stored: keyed for an encrypted tenant."""
+    digest = candidate.idempotency_key(namespace)
+    if get_settings().is_encrypted(namespace):
+        return keyed_lexemes(namespace, [digest])[0]
+    return digest
+
+
 def _row(ctx: WriteContext, candidate: MemoryCandidate, now: datetime) -> dict[str, Any]:
     claim = candidate.claim
+    ns, uid = ctx.namespace, ctx.user_id
     details = dict(candidate.details)
     if candidate.time_expression:
         details["time_expression"] = candidate.time_expression
@@ -80,22 +97,22 @@ def _row(ctx: WriteContext, candidate: MemoryCandidate, now: datetime) -> dict[s
         "channel": ctx.channel,
         "kind": candidate.kind,
         "key": candidate.key,
-        "content": candidate.content,
-        "details": details,
-        "tags": candidate.tags,
+        "content": seal(ns, uid, "memories.content", candidate.content),
+        "details": seal_details(ns, uid, details),
+        "tags": stored_tags(ns, candidate.tags),
         "importance": candidate.importance,
         "confidence": candidate.confidence,
         "provenance": candidate.provenance,
         "trust": TRUST[candidate.provenance],
         "claim_subject": claim.subject if claim else None,
         "claim_predicate": claim.predicate if claim else None,
-        "claim_value": claim.value if claim else None,
+        "claim_value": seal(ns, uid, "memories.claim_value", claim.value) if claim else None,
         "claim_scope": claim.scope if claim else None,
         "valid_from": claim.valid_from if claim else None,
         "valid_until": claim.valid_until if claim else None,
         "source_message_ids": candidate.source_message_ids,
         "trigger": candidate.trigger,
-        "idempotency_key": candidate.idempotency_key(ctx.namespace),
+        "idempotency_key": stored_idempotency_key(ns, candidate),
         "created_at": ctx.occurred_at or now,
         "updated_at": ctx.occurred_at or now,
     }
@@ -121,9 +138,28 @@ def store_memories(
         return []
     rows = {}
     now = datetime.now(UTC)
+    owners: dict[str, set[str | None]] = {}
+    for ctx, _ in items:
+        owners.setdefault(ctx.namespace, set()).add(ctx.user_id)
+    gone = {
+        (ns, user) for ns, users in sorted(owners.items()) for user in guard_users(db, ns, users)
+    }
+    texts: dict[tuple[str, str], str] = {}
     for ctx, candidate in items:
+        if (ctx.namespace, ctx.user_id) in gone:
+            continue
         row = {**_row(ctx, candidate, now), **(columns or {})}
         rows[(row["namespace"], row["idempotency_key"])] = row
+        texts[(row["namespace"], row["idempotency_key"])] = (
+            f"{row['key'] or ''} {candidate.content}"
+        )
+    if not rows:
+        return []
+    for namespace in {ns for ns, _ in rows}:
+        owned = [ident for ident in rows if ident[0] == namespace]
+        terms = terms_for(db, namespace, [texts[ident] for ident in owned])
+        for ident, keyed in zip(owned, terms, strict=True):
+            rows[ident]["tsv_keyed"] = keyed
     lock_claims(
         db,
         (

@@ -8,6 +8,7 @@ Invalid events are dead-lettered with their reason; the rest of the batch still 
 
 from __future__ import annotations
 
+import itertools
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -36,6 +37,9 @@ from continuum.contract.queues import INGEST_EVENTS
 from continuum.memory.writer import WriteContext, store_candidates
 from continuum.pipeline import sessions
 from continuum.pipeline.turns import from_event, from_message
+from continuum.security.envelope import seal
+from continuum.security.terms import terms_for
+from continuum.security.tombstones import guard_users
 from continuum.store import deadletter, ephemeral, metrics
 from continuum.store.bulk import execute_many, insert_ignore
 from continuum.store.engine import session_scope
@@ -159,9 +163,13 @@ def _upsert_sessions(db: DbSession, events: list[Event]) -> None:
 
 
 def _insert_turns(db: DbSession, turns: list[TurnEvent]) -> list[tuple[str, str]]:
-    """Insert raw turns; return (namespace, session_id) of each row actually inserted."""
+    """Insert raw turns (sealed, with keyed terms, for an encrypted tenant); return
+    (namespace, session_id) of each row actually inserted."""
     if not turns:
         return []
+    terms: list[str | None] = []
+    for namespace, group in itertools.groupby(turns, key=lambda turn: turn.namespace):
+        terms += terms_for(db, namespace, [turn.content for turn in group])
     rows = [
         {
             "namespace": turn.namespace,
@@ -169,14 +177,15 @@ def _insert_turns(db: DbSession, turns: list[TurnEvent]) -> list[tuple[str, str]
             "message_id": turn.effective_message_id,
             "parent_id": turn.parent_id,
             "role": turn.role,
-            "content": turn.content,
+            "content": seal(turn.namespace, turn.user_id, "messages.content", turn.content),
             "channel": turn.channel,
             "user_id": turn.user_id,
             "created_at": turn.ts,
             "event_id": turn.event_id,
             "details": turn.metadata,
+            "tsv_keyed": keyed,
         }
-        for turn in turns
+        for turn, keyed in zip(turns, terms, strict=True)
     ]
     inserted = insert_ignore(
         db,
@@ -303,6 +312,16 @@ def ingest_batch(payloads: Sequence[Any], task_id: str | None = None) -> IngestR
     return result
 
 
+def _drop_forgotten(db: DbSession, events: list[Event]) -> list[Event]:
+    """Events of users forgotten (`continuum forget`), even while the forget runs, are
+    dropped: their ids stay claimed, so a redelivery cannot bring them back either."""
+    users: dict[str, set[str | None]] = defaultdict(set)
+    for event in events:
+        users[event.namespace].add(event.user_id)
+    gone = {(ns, user) for ns, ids in sorted(users.items()) for user in guard_users(db, ns, ids)}
+    return [event for event in events if (event.namespace, event.user_id) not in gone]
+
+
 def _ingest(payloads: Sequence[Any], task_id: str | None) -> IngestResult:
     with session_scope() as db:
         if not isinstance(payloads, list | tuple):
@@ -318,9 +337,10 @@ def _ingest(payloads: Sequence[Any], task_id: str | None) -> IngestResult:
         result = IngestResult(received=len(payloads))
         events = _validate(payloads, db, task_id)
         result.invalid = len(payloads) - len(events)
-        fresh = _claim_new(db, events)
-        result.duplicates = len(events) - len(fresh)
-        result.processed = len(fresh)
+        claimed = _claim_new(db, events)
+        result.duplicates = len(events) - len(claimed)
+        result.processed = len(claimed)
+        fresh = _drop_forgotten(db, claimed)
         if not fresh:
             return result
         fresh.sort(key=lambda event: event.ts)

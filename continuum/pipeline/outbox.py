@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session as DbSession
 
 from continuum.config import ConfigError, get_settings
 from continuum.inference.embedding import Embedder, get_embedder, vector_literal
+from continuum.security.envelope import open_text
 from continuum.store.engine import session_scope
 from continuum.store.models import SystemState
 
@@ -55,13 +56,15 @@ def embed_batch(table: str, embedder: Embedder, batch_size: int) -> int:
         rows = db.execute(
             text(
                 f"SELECT id, content FROM {table} WHERE embedding IS NULL "
+                "AND namespace <> ALL(CAST(:no_vectors AS text[])) "
                 "ORDER BY id LIMIT :n FOR UPDATE SKIP LOCKED"
             ),
-            {"n": batch_size},
+            {"n": batch_size, "no_vectors": get_settings().no_vector_tenants},
         ).all()
         if not rows:
             return 0
-        vectors = embedder.embed([row.content for row in rows])
+        kind = f"{table}.content"
+        vectors = embedder.embed([open_text(row.content, kind) for row in rows])
         db.execute(
             text(
                 f"UPDATE {table} AS t SET embedding = v.e::halfvec "

@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVarTuple
 
-from sqlalchemy import ARRAY, ColumnElement, Select, Text, cast, func, literal, or_, select
+from sqlalchemy import ARRAY, ColumnElement, Select, Text, and_, cast, func, literal, or_, select
 
 from continuum.recall.queries import MessageHit, full_text, message_hits
+from continuum.security.terms import stored_tags
 from continuum.store.engine import session_scope
 from continuum.store.models import CronReport, Memory, Message, Session
 
@@ -81,18 +82,18 @@ def messages(
         Message.channel: filters.channel,
         Message.user_id: filters.user_id,
     }
-    rank: ColumnElement[float] = literal(0.0)
-    match = None
-    if filters.query:
-        match, rank = full_text(Message.tsv, filters.query)
-    stmt = _scoped(
-        select(Message, rank), Message.namespace, namespaces, Message.created_at, window, equal
-    )
-    if match is not None:
-        stmt = stmt.where(match).order_by(rank.desc())
-    time_order = Message.created_at.asc() if filters.oldest_first else Message.created_at.desc()
-    stmt = stmt.order_by(time_order, Message.id)
     with session_scope() as db:
+        rank: ColumnElement[float] = literal(0.0)
+        match = None
+        if filters.query:
+            match, rank = full_text(db, namespaces, Message.namespace, Message.tsv, filters.query)
+        stmt = _scoped(
+            select(Message, rank), Message.namespace, namespaces, Message.created_at, window, equal
+        )
+        if match is not None:
+            stmt = stmt.where(match).order_by(rank.desc())
+        time_order = Message.created_at.asc() if filters.oldest_first else Message.created_at.desc()
+        stmt = stmt.order_by(time_order, Message.id)
         return message_hits(db.execute(stmt).all())
 
 
@@ -112,12 +113,24 @@ def memories(namespaces: Sequence[str], filters: MemoryFilters, window: Window) 
     if filters.min_importance is not None:
         stmt = stmt.where(Memory.importance >= filters.min_importance)
     if filters.tags:
-        stmt = stmt.where(Memory.tags.op("@>")(cast(list(filters.tags), ARRAY(Text))))
-    if filters.query:
-        match, rank = full_text(Memory.tsv, filters.query)
-        stmt = stmt.where(match).order_by(rank.desc())
-    stmt = stmt.order_by(Memory.created_at.desc(), Memory.id.desc())
+        stmt = stmt.where(
+            or_(
+                *(
+                    and_(
+                        Memory.namespace == namespace,
+                        Memory.tags.op("@>")(
+                            cast(stored_tags(namespace, filters.tags), ARRAY(Text))
+                        ),
+                    )
+                    for namespace in namespaces
+                )
+            )
+        )
     with session_scope() as db:
+        if filters.query:
+            match, rank = full_text(db, namespaces, Memory.namespace, Memory.tsv, filters.query)
+            stmt = stmt.where(match).order_by(rank.desc())
+        stmt = stmt.order_by(Memory.created_at.desc(), Memory.id.desc())
         return list(db.scalars(stmt))
 
 
@@ -133,11 +146,12 @@ def cron_reports(
         window,
         {CronReport.cron_name: cron_name},
     )
-    if query:
-        match, _ = full_text(func.to_tsvector("english", CronReport.summary), query)
-        stmt = stmt.where(match)
-    stmt = stmt.order_by(CronReport.event_at.desc().nulls_last(), CronReport.id.desc())
     with session_scope() as db:
+        if query:  # cron reports are not encrypted: their text is matched as it is
+            summary = func.to_tsvector("english", CronReport.summary)
+            match, _ = full_text(db, [], CronReport.namespace, summary, query)
+            stmt = stmt.where(match)
+        stmt = stmt.order_by(CronReport.event_at.desc().nulls_last(), CronReport.id.desc())
         return list(db.scalars(stmt))
 
 

@@ -49,6 +49,8 @@ from continuum.recall.search import (
     use_search_settings,
     where_sql,
 )
+from continuum.security.envelope import open_text, seal
+from continuum.security.terms import keyed_label
 from continuum.store.engine import session_scope
 from continuum.store.ephemeral import peek_handoff
 from continuum.store.models import MemoryLog
@@ -318,7 +320,7 @@ def _memory_candidates(
             source="memory",
             ref=f"memory:{row.id}",
             kind=row.kind,
-            content=row.content,
+            content=open_text(row.content, "memories.content"),
             created_at=row.created_at,
             channel=row.channel or row.details.get("channel"),
             importance=row.importance,
@@ -670,9 +672,9 @@ def _filtered_out(
 def _log(db: DbSession, request: _Request, result: ContextResult) -> None:
     details = {
         "query_id": result.query_id,
-        "query": request.seed_text,
-        "topic": result.topic,
-        "since_topic": request.since_topic,
+        "query": seal(request.namespace, request.user_id, "memory_log.query", request.seed_text),
+        "topic": keyed_label(request.namespace, result.topic),
+        "since_topic": request.since_topic and keyed_label(request.namespace, request.since_topic),
         "user_id": request.user_id,
         "channel": request.channel,
         "max_tokens": request.max_tokens,
@@ -766,7 +768,12 @@ def injected_for_topic(
                 "AND created_at >= :since "
                 "AND (CAST(:uid AS text) IS NULL OR details->>'user_id' = :uid)"
             ),
-            {"ns": namespace, "topic": topic, "since": datetime.now(UTC) - within, "uid": user_id},
+            {
+                "ns": namespace,
+                "topic": keyed_label(namespace, topic),
+                "since": datetime.now(UTC) - within,
+                "uid": user_id,
+            },
         )
         return frozenset(item["ref"] for row in rows for item in row.results or [])
 

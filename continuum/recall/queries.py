@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, timezone
 from typing import Any
 
-from sqlalchemy import ColumnElement, func, literal, select
+from sqlalchemy import ColumnElement, case, cast, func, literal, select
+from sqlalchemy.dialects.postgresql import TSQUERY
+from sqlalchemy.orm import Session as DbSession
 
+from continuum.config import get_settings
+from continuum.security.terms import keyed_websearch
 from continuum.store.engine import session_scope
 from continuum.store.models import Memory, Message, Session
 
@@ -44,9 +48,20 @@ def message_hits(rows: Iterable[Any]) -> list[MessageHit]:
     ]
 
 
-def full_text(tsv: Any, query: str) -> tuple[ColumnElement[bool], ColumnElement[float]]:
-    """Whether `tsv` matches `query` (web-search syntax: quotes, OR, -word), and the rank."""
-    tsquery = func.websearch_to_tsquery("english", query)
+def full_text(
+    db: DbSession, namespaces: Sequence[str], namespace_column: Any, tsv: Any, query: str
+) -> tuple[ColumnElement[bool], ColumnElement[float]]:
+    """Whether `tsv` matches `query` (web-search syntax: quotes, OR, -word), and the rank;
+    an encrypted tenant's rows (R47) are matched on their keyed terms."""
+    tsquery: ColumnElement[Any] = func.websearch_to_tsquery("english", query)
+    settings = get_settings()
+    keyed = {
+        namespace: cast(keyed_websearch(db, namespace, query), TSQUERY)
+        for namespace in namespaces
+        if settings.is_encrypted(namespace)
+    }
+    if keyed:
+        tsquery = case(keyed, value=namespace_column, else_=tsquery)
     return tsv.op("@@")(tsquery), func.ts_rank_cd(tsv, tsquery)
 
 
@@ -60,20 +75,20 @@ def search_messages(
     user_id: str | None = None,
 ) -> list[MessageHit]:
     """Full-text search of raw messages (web-search syntax: quotes, OR, -word)."""
-    match, rank = full_text(Message.tsv, query)
-    stmt = (
-        select(Message, rank)
-        .where(Message.namespace == namespace, match)
-        .order_by(rank.desc(), Message.created_at.desc())
-        .limit(limit)
-    )
-    if channel:
-        stmt = stmt.where(Message.channel == channel)
-    if role:
-        stmt = stmt.where(Message.role == role)
-    if user_id:
-        stmt = stmt.where(Message.user_id == user_id)
     with session_scope() as db:
+        match, rank = full_text(db, [namespace], Message.namespace, Message.tsv, query)
+        stmt = (
+            select(Message, rank)
+            .where(Message.namespace == namespace, match)
+            .order_by(rank.desc(), Message.created_at.desc())
+            .limit(limit)
+        )
+        if channel:
+            stmt = stmt.where(Message.channel == channel)
+        if role:
+            stmt = stmt.where(Message.role == role)
+        if user_id:
+            stmt = stmt.where(Message.user_id == user_id)
         return message_hits(db.execute(stmt).all())
 
 

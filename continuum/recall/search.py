@@ -22,6 +22,7 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session as DbSession
 
 from continuum.capture.text import normalize_for_key
+from continuum.config import get_settings
 from continuum.inference.embedding import embed_query_soon, vector_literal
 from continuum.recall.textquery import (
     MATCH_CAP,
@@ -32,6 +33,8 @@ from continuum.recall.textquery import (
     table_stats,
 )
 from continuum.recall.timeparse import TimeRange, parse_time_range, strip_phrase
+from continuum.security.envelope import open_text
+from continuum.security.terms import keyed_lexemes, stored_tags
 from continuum.store.engine import session_scope
 
 CANDIDATES = 50
@@ -149,6 +152,7 @@ _COLUMNS = {
     " ARRAY[message_id] AS source_message_ids, 'active' AS status, false AS private",
 }
 _TABLES = {"memory": "memories", "message": "messages"}
+_SEALED_KINDS = {"memory": "memories.content", "message": "messages.content"}
 WINDOW_EXACT_ROWS = 2000  # a time window with at most this many rows is ranked exactly
 WINDOW_SCAN_TUPLES = 2000  # tuples the index may visit ranking a wider one
 _CHANNEL_SQL = {  # channel → SELECT of the `:n` best rows of `{table}` passing `{where}`
@@ -218,7 +222,7 @@ def _hit(source: Source, row: Any) -> SearchHit:
     return SearchHit(
         source=source,
         id=row.id,
-        content=row.content,
+        content=open_text(row.content, _SEALED_KINDS[source]),
         created_at=row.created_at,
         session_id=row.session_id,
         channel=row.channel,
@@ -358,7 +362,7 @@ def attach_neighbours(db: DbSession, hits: list[SearchHit], width: int = 1) -> N
             {
                 "message_id": row.message_id,
                 "role": row.role,
-                "content": row.content,
+                "content": open_text(row.content, "messages.content"),
                 "created_at": row.created_at.isoformat(),
             }
         )
@@ -405,6 +409,8 @@ def search_in(
 ) -> list[SearchHit]:
     """`search` inside the caller's transaction; `query` may be prepared already."""
     filters = filters or SearchFilters()
+    if filters.tags:
+        filters = replace(filters, tags=tuple(stored_tags(namespace, filters.tags)))
     weights = weights or FusionWeights()
     prepared = query if isinstance(query, PreparedQuery) else prepare_query(query, filters, now)
     query_vector = prepared.vector  # being embedded while the text channels rank
@@ -415,6 +421,8 @@ def search_in(
     # channel still reads the whole question).
     speakers = speaker_lexemes.get(db, namespace)
     lexemes = tuple(lexeme for lexeme in lexemes if lexeme not in speakers) or lexemes
+    if get_settings().is_encrypted(namespace):  # its index holds keyed terms (R47)
+        lexemes = keyed_lexemes(namespace, lexemes)
     params: dict[str, Any] = {
         "ns": namespace,
         "n": candidates,
@@ -445,7 +453,11 @@ def search_in(
                     ranked = _ranked(db, source, channel, where, params)
                 if suffix and window:
                     ranked = [
-                        r for r in ranked if window.mentioned_in(r[0].content, r[0].created_at)
+                        r
+                        for r in ranked
+                        if window.mentioned_in(
+                            open_text(r[0].content, _SEALED_KINDS[source]), r[0].created_at
+                        )
                     ]
                 joint += [(source, row, signal) for row, signal in ranked]
             # One ranking per channel across sources, by the channel's own signal: the best

@@ -1,4 +1,9 @@
-"""Dead-letter store: work that can never succeed is kept here with its reason, never dropped."""
+"""Dead-letter store: work that can never succeed is kept here with its reason, never dropped.
+
+A payload carrying an encrypted tenant's events (R47) is stored sealed under that tenant's
+key (`{"sealed": …}`, plus its `event_id` when it has one, so it can still be found), and so
+is the error text (a refused value may be quoted in it); `payload_of` opens it.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,8 @@ from typing import Any
 from sqlalchemy import insert
 from sqlalchemy.orm import Session
 
+from continuum.config import get_settings
+from continuum.security.envelope import SEALED_JSON, open_json, open_optional, seal, seal_json
 from continuum.store.engine import session_scope
 from continuum.store.models import DeadLetter
 from continuum.store.storable import escape_text, escaped_json
@@ -24,18 +31,59 @@ def record(
     namespace: str | None = None,
 ) -> None:
     """Add one dead letter inside the caller's transaction; the payload is kept as sent,
-    with only what `jsonb` cannot hold escaped (`escaped_json`)."""
+    with only what `jsonb` cannot hold escaped (`escaped_json`), sealed for an encrypted
+    tenant."""
+    stored = escaped_json(payload)
+    text = escape_text(error) if error else error
+    owner = _encrypted_owner(stored, namespace)
+    if owner is not None:
+        sealed = seal_json(owner, None, KIND, stored)
+        if isinstance(stored, dict) and isinstance(stored.get("event_id"), str):
+            sealed["event_id"] = stored["event_id"]
+        stored = sealed
+        text = seal(owner, None, KIND, text) if text else text
     db.execute(
         insert(DeadLetter).values(
             task_name=task_name,
             task_id=task_id,
-            payload=escaped_json(payload),
+            payload=stored,
             reason=reason,
-            error=escape_text(error) if error else error,
+            error=text,
             attempts=attempts,
             namespace=escape_text(namespace) if namespace else namespace,
         )
     )
+
+
+KIND = "dead_letters.payload"
+
+
+def _namespaces(value: Any, depth: int = 0) -> list[str]:
+    """Tenants named in a payload: an event's `namespace`, or its events' in a task's args."""
+    if depth > 4:
+        return []
+    if isinstance(value, dict):
+        own = [value["namespace"]] if isinstance(value.get("namespace"), str) else []
+        return own + [ns for item in value.values() for ns in _namespaces(item, depth + 1)]
+    if isinstance(value, list):
+        return [ns for item in value for ns in _namespaces(item, depth + 1)]
+    return []
+
+
+def _encrypted_owner(payload: Any, namespace: str | None) -> str | None:
+    """The encrypted tenant whose key seals this dead letter (the first named), if any."""
+    settings = get_settings()
+    candidates = ([namespace] if namespace else []) + _namespaces(payload)
+    return next((ns for ns in candidates if settings.is_encrypted(ns)), None)
+
+
+def payload_of(row: DeadLetter) -> tuple[Any, str | None]:
+    """A dead letter's payload and error as recorded (opened when sealed)."""
+    payload = row.payload
+    if isinstance(payload, dict) and SEALED_JSON in payload:
+        payload = open_json({SEALED_JSON: payload[SEALED_JSON]}, KIND)
+    error = open_optional(row.error, KIND)
+    return payload, error
 
 
 def record_now(**fields: Any) -> None:

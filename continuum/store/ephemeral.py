@@ -11,6 +11,10 @@ Per tenant (every key starts `continuum:{namespace}:`):
 
 Every write is idempotent (sorted sets keyed by message id, scored by event time), so a
 redelivered turn changes nothing.
+
+For an encrypted tenant (R47) topics, buffer entries and handoffs are stored sealed under the
+user's data key (`continuum.security.envelope`); buffer entries deterministically, so a
+redelivered turn still re-adds the same member.
 """
 
 from __future__ import annotations
@@ -23,7 +27,10 @@ from typing import Any
 
 import redis
 
+from continuum.security.envelope import open_text, seal
 from continuum.store.redis_client import get_redis
+
+SEALED_KIND = "redis"
 
 SESSION_TTL_S = 3600
 TOPIC_TTL_S = 1800
@@ -104,19 +111,23 @@ def record_turn(
     p.zadd(key(namespace, "last-active"), {channel: ms}, gt=True)
     p.expire(registry, SESSION_TTL_S)
     p.expire(key(namespace, "last-active"), SESSION_TTL_S)
+
+    def sealed(value: str) -> str:
+        return seal(namespace, user_id, SEALED_KIND, value, deterministic=True)
+
     if topic:
-        p.set(key(namespace, "topic", channel), topic, ex=TOPIC_TTL_S)
+        p.set(key(namespace, "topic", channel), sealed(topic), ex=TOPIC_TTL_S)
     summary = summarize_text(content)
     recent = key(namespace, "recent", channel)
     entry = {"message_id": message_id, "role": role, "content_summary": summary,
              "timestamp": at.isoformat()}  # fmt: skip
-    p.zadd(recent, {json.dumps(entry, sort_keys=True): ms})
+    p.zadd(recent, {sealed(json.dumps(entry, sort_keys=True)): ms})
     p.zremrangebyrank(recent, 0, -(RECENT_SIZE + 1))
     p.expire(recent, RECENT_TTL_S)
     buffered = BufferedTurn(message_id, at.isoformat(), role, summary,
                             classify_intent(role, content), entities)  # fmt: skip
     transcript = key(namespace, "transcript", session_id)
-    p.zadd(transcript, {json.dumps(asdict(buffered), sort_keys=True): ms})
+    p.zadd(transcript, {sealed(json.dumps(asdict(buffered), sort_keys=True)): ms})
     p.zremrangebyscore(transcript, "-inf", ms - TRANSCRIPT_WINDOW_S * 1000 - 1)
     p.zremrangebyrank(transcript, 0, -(TRANSCRIPT_MAX_TURNS + 1))
     p.expire(transcript, TRANSCRIPT_TTL_S)
@@ -155,7 +166,7 @@ def active_sessions(namespace: str) -> list[ActiveSession]:
             user_id=info.get("user_id") or None,
             started_at=info.get("started_at"),
             last_active=_from_ms(score).isoformat(),
-            topic=topic,
+            topic=open_text(topic, SEALED_KIND) if topic else topic,
         )
         for (channel, score), info, topic in zip(channels, replies[::2], replies[1::2], strict=True)
         if info
@@ -170,13 +181,13 @@ def topics(namespace: str) -> dict[str, str]:
 def recent_messages(namespace: str, channel: str) -> list[dict[str, Any]]:
     """The last 10 messages of a channel, oldest first (R4)."""
     raw = get_redis().zrange(key(namespace, "recent", channel), 0, -1)
-    return [json.loads(item) for item in raw]
+    return [json.loads(open_text(item, SEALED_KIND)) for item in raw]
 
 
 def transcript(namespace: str, session_id: str) -> list[BufferedTurn]:
     """The session's transcript buffer in event-time order (R44)."""
     raw = get_redis().zrange(key(namespace, "transcript", session_id), 0, -1)
-    return [BufferedTurn(**json.loads(item)) for item in raw]
+    return [BufferedTurn(**json.loads(open_text(item, SEALED_KIND))) for item in raw]
 
 
 def add_stored_keys(
@@ -256,7 +267,7 @@ def send_handoff(
         "context_summary": summarize_text(context_summary, 2000),
         "timestamp": datetime.now(UTC).isoformat(),
     }
-    payload = json.dumps(handoff)
+    payload = seal(namespace, user_id, SEALED_KIND, json.dumps(handoff))
     client = get_redis()
     client.set(key(namespace, "handoff", user_id), payload, ex=HANDOFF_TTL_S)
     client.publish(key(namespace, "handoff"), json.dumps({"user_id": user_id, **handoff}))
@@ -268,13 +279,13 @@ def peek_handoff(namespace: str, user_id: str | None) -> dict[str, str] | None:
     if not user_id:
         return None
     raw = get_redis().get(key(namespace, "handoff", user_id))
-    return json.loads(raw) if raw else None
+    return json.loads(open_text(raw, SEALED_KIND)) if raw else None
 
 
 def consume_handoff(namespace: str, user_id: str) -> dict[str, str] | None:
     """Read the pending handoff once: the first caller gets it, later callers get None."""
     raw = get_redis().getdel(key(namespace, "handoff", user_id))
-    return json.loads(raw) if raw else None
+    return json.loads(open_text(raw, SEALED_KIND)) if raw else None
 
 
 # -- change notification (R43) ------------------------------------------------------

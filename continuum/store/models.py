@@ -16,8 +16,10 @@ from sqlalchemy import (
     DateTime,
     Float,
     Integer,
+    LargeBinary,
     SmallInteger,
     Text,
+    TypeDecorator,
     UniqueConstraint,
     func,
 )
@@ -31,6 +33,45 @@ TSV_MESSAGES = "to_tsvector('english'::regconfig, coalesce(content, ''))"
 TSV_MEMORIES = (
     "to_tsvector('english'::regconfig, coalesce(key, '') || ' ' || coalesce(content, ''))"
 )
+# Since 0011: an encrypted tenant's row brings its own keyed terms (`continuum.security.terms`).
+TSV_MESSAGES_KEYED = f"coalesce(tsv_keyed, {TSV_MESSAGES})"
+TSV_MEMORIES_KEYED = f"coalesce(tsv_keyed, {TSV_MEMORIES})"
+SEALED_PREFIX = "enc1:"
+
+
+class SealedText(TypeDecorator[str]):
+    """Text that may be stored sealed (`continuum.security.envelope`): read back as plaintext.
+    Writers seal explicitly, since sealing needs the row's tenant and user."""
+
+    impl = Text
+    cache_ok = True
+
+    def __init__(self, kind: str) -> None:
+        super().__init__()
+        self.kind = kind
+
+    def process_result_value(self, value: str | None, dialect: Any) -> str | None:
+        if value is None or not value.startswith(SEALED_PREFIX):
+            return value
+        # Imported on first use: the key store reads this module's tables.
+        from continuum.security.envelope import open_text
+
+        return open_text(value, self.kind)
+
+
+class SealedDetails(TypeDecorator[dict[str, Any]]):
+    """JSONB details whose content-bearing keys may be stored sealed under `"sealed"`
+    (`continuum.security.envelope.seal_details`): read back merged, as plaintext."""
+
+    impl = JSONB
+    cache_ok = True
+
+    def process_result_value(self, value: Any, dialect: Any) -> Any:
+        if not isinstance(value, dict) or "sealed" not in value:
+            return value
+        from continuum.security.envelope import open_details  # as in SealedText
+
+        return open_details(value)
 
 
 class Base(DeclarativeBase):
@@ -72,7 +113,7 @@ class Message(Base):
     message_id: Mapped[str] = mapped_column(Text)
     parent_id: Mapped[str | None] = mapped_column(Text)
     role: Mapped[str] = mapped_column(Text)
-    content: Mapped[str] = mapped_column(Text)
+    content: Mapped[str] = mapped_column(SealedText("messages.content"))
     channel: Mapped[str | None] = mapped_column(Text)
     user_id: Mapped[str | None] = mapped_column(Text)
     sender: Mapped[str | None] = mapped_column(Text)
@@ -81,7 +122,8 @@ class Message(Base):
     ingested_at: Mapped[datetime] = _now()
     event_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
     details: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default="{}")
-    tsv: Mapped[Any] = mapped_column(TSVECTOR, Computed(TSV_MESSAGES, persisted=True))
+    tsv_keyed: Mapped[Any] = mapped_column(TSVECTOR, nullable=True)
+    tsv: Mapped[Any] = mapped_column(TSVECTOR, Computed(TSV_MESSAGES_KEYED, persisted=True))
     embedding: Mapped[Any] = mapped_column(HALFVEC(EMBEDDING_DIM), nullable=True)
 
 
@@ -148,8 +190,8 @@ class Memory(Base):
     user_id: Mapped[str | None] = mapped_column(Text)
     kind: Mapped[str] = mapped_column(Text)
     key: Mapped[str | None] = mapped_column(Text)
-    content: Mapped[str] = mapped_column(Text)
-    details: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default="{}")
+    content: Mapped[str] = mapped_column(SealedText("memories.content"))
+    details: Mapped[dict[str, Any]] = mapped_column(SealedDetails, server_default="{}")
     tags: Mapped[list[str]] = mapped_column(ARRAY(Text), server_default="{}")
     importance: Mapped[int] = mapped_column(SmallInteger, server_default="5")
     confidence: Mapped[float] = mapped_column(Float, server_default="0.7")
@@ -157,7 +199,7 @@ class Memory(Base):
     trust: Mapped[int] = mapped_column(SmallInteger, server_default="2")
     claim_subject: Mapped[str | None] = mapped_column(Text)
     claim_predicate: Mapped[str | None] = mapped_column(Text)
-    claim_value: Mapped[str | None] = mapped_column(Text)
+    claim_value: Mapped[str | None] = mapped_column(SealedText("memories.claim_value"))
     claim_scope: Mapped[str | None] = mapped_column(Text)
     valid_from: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     valid_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
@@ -175,7 +217,8 @@ class Memory(Base):
     updated_at: Mapped[datetime] = _now()
     last_accessed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     access_count: Mapped[int] = mapped_column(Integer, server_default="0")
-    tsv: Mapped[Any] = mapped_column(TSVECTOR, Computed(TSV_MEMORIES, persisted=True))
+    tsv_keyed: Mapped[Any] = mapped_column(TSVECTOR, nullable=True)
+    tsv: Mapped[Any] = mapped_column(TSVECTOR, Computed(TSV_MEMORIES_KEYED, persisted=True))
     embedding: Mapped[Any] = mapped_column(HALFVEC(EMBEDDING_DIM), nullable=True)
 
 
@@ -188,8 +231,8 @@ class UserTask(Base):
         UUID(as_uuid=True), server_default=func.gen_random_uuid(), unique=True
     )
     user_id: Mapped[str | None] = mapped_column(Text)
-    title: Mapped[str] = mapped_column(Text)
-    description: Mapped[str | None] = mapped_column(Text)
+    title: Mapped[str] = mapped_column(SealedText("tasks.title"))
+    description: Mapped[str | None] = mapped_column(SealedText("tasks.description"))
     status: Mapped[str] = mapped_column(Text, server_default="pending")
     created_channel: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = _now()
@@ -272,3 +315,35 @@ class MaintenanceRun(Base):
     report: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default="{}")
     started_at: Mapped[datetime] = _now()
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class DataKey(Base):
+    """A data key of a tenant (`user_id` NULL) or user, wrapped by a KEK (`continuum.security.keys`);
+    `wrapped` is NULL once destroyed (crypto-shredded), `retired_at` set once superseded."""
+
+    __tablename__ = "data_keys"
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    namespace: Mapped[str] = mapped_column(Text)
+    user_id: Mapped[str | None] = mapped_column(Text)
+    purpose: Mapped[str] = mapped_column(Text)
+    version: Mapped[int] = mapped_column(Integer)
+    wrapped: Mapped[bytes | None] = mapped_column(LargeBinary)
+    kek_id: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = _now()
+    retired_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    destroyed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class ForgetTombstone(Base):
+    """A forgotten user (`continuum forget`): when, and the verification report."""
+
+    __tablename__ = "forget_tombstones"
+    __table_args__ = (UniqueConstraint("namespace", "user_id"),)
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    namespace: Mapped[str] = mapped_column(Text)
+    user_id: Mapped[str] = mapped_column(Text)
+    requested_at: Mapped[datetime] = _now()
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    report: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default="{}")

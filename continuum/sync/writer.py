@@ -10,6 +10,7 @@ other instead of deadlocking. Everything runs in the caller's transaction.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -20,6 +21,8 @@ from sqlalchemy import case, func, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session as DbSession
 
+from continuum.security.envelope import seal
+from continuum.security.terms import terms_for
 from continuum.store.models import Session
 from continuum.store.storable import clean_json, clean_text, json_text
 from continuum.transcripts import Compaction, TranscriptMessage
@@ -37,13 +40,14 @@ COLUMNS = (
     "source",
     "created_at",
     "details",
+    "tsv_keyed",
 )
 _COLUMN_LIST = ", ".join(COLUMNS)
 CREATE_STAGE = (
     f"CREATE TEMP TABLE IF NOT EXISTS {STAGE} ("
     "namespace text, session_id text, message_id text, parent_id text, role text,"
     " content text, channel text, sender text, source text, created_at timestamptz,"
-    " details jsonb) ON COMMIT DELETE ROWS"
+    " details jsonb, tsv_keyed tsvector) ON COMMIT DELETE ROWS"
 )
 COPY_STAGE = f"COPY {STAGE} ({_COLUMN_LIST}) FROM STDIN"
 INSERT_FROM_STAGE = (
@@ -124,14 +128,29 @@ def driver_connection(db: DbSession) -> psycopg.Connection[Any]:
     return raw
 
 
+def _sealed(db: DbSession, rows: Sequence[Row]) -> list[Row]:
+    """`rows` with their keyed terms, and content sealed under the tenant's key for an
+    encrypted tenant (synced turns have no user)."""
+    content = COLUMNS.index("content")
+    out: list[Row] = []
+    for namespace, group in itertools.groupby(rows, key=lambda row: row[0]):
+        batch = list(group)
+        terms = terms_for(db, namespace, [row[content] for row in batch])
+        for row, keyed in zip(batch, terms, strict=True):
+            text = seal(namespace, None, "messages.content", row[content])
+            out.append((*row[:content], text, *row[content + 1 :], keyed))
+    return out
+
+
 def insert_messages(db: DbSession, rows: Sequence[Row]) -> list[InsertedMessage]:
     """COPY `rows` to the staging table and insert the new ones into `messages`."""
     if not rows:
         return []
+    staged = _sealed(db, rows)
     with driver_connection(db).cursor() as cur:
         cur.execute(CREATE_STAGE)
         with cur.copy(COPY_STAGE) as copy:
-            for row in rows:
+            for row in staged:
                 copy.write_row(row)
         cur.execute(INSERT_FROM_STAGE)
         return [InsertedMessage(*row) for row in cur.fetchall()]

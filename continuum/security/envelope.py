@@ -1,0 +1,142 @@
+"""Sealing stored text: AES-256-GCM under the owner's data key (the user's when the row has
+one, else the tenant's), with the row's identity (tenant, user, kind of field, key id) as
+associated data, so a ciphertext moved to another tenant, user or field fails to open.
+
+A sealed value is text: `enc1:` then base64url of key id (8 bytes), nonce (12 bytes) and
+ciphertext with its tag. Tenants not encrypted (`Settings.is_encrypted`) keep plaintext, and
+opening passes plaintext through, so a tenant can turn encryption on with rows already
+stored (`continuum keys rotate --data` seals them). Deterministic sealing (a synthetic
+nonce: HMAC of key, identity and plaintext) is used where an equal input must give an equal
+output, e.g. Redis sorted-set members that are re-added on redelivery.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import os
+import struct
+from typing import Any
+
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+from continuum.config import get_settings
+from continuum.security.keys import NONCE_BYTES, DataKeyRef, KeyUnavailable, keyring
+from continuum.store.models import SEALED_PREFIX
+
+FORGOTTEN = "[forgotten]"  # what a row sealed under a destroyed key reads as
+
+
+class SealBroken(RuntimeError):
+    """A sealed value failed authentication: it was altered or moved from another row."""
+
+
+def _identity(ref: DataKeyRef, kind: str) -> bytes:
+    fields = ("continuum", "v1", ref.namespace, ref.user_id or "", kind, str(ref.id))
+    return "\x1f".join(fields).encode()
+
+
+def seal_with(ref: DataKeyRef, kind: str, plaintext: str, *, deterministic: bool = False) -> str:
+    """`plaintext` sealed under the data key `ref`."""
+    data = plaintext.encode()
+    identity = _identity(ref, kind)
+    if deterministic:
+        nonce = hmac.new(ref.key, identity + b"\x00" + data, hashlib.sha256).digest()
+        nonce = nonce[:NONCE_BYTES]
+    else:
+        nonce = os.urandom(NONCE_BYTES)
+    body = struct.pack(">Q", ref.id) + nonce + AESGCM(ref.key).encrypt(nonce, data, identity)
+    return SEALED_PREFIX + base64.urlsafe_b64encode(body).decode().rstrip("=")
+
+
+def seal(
+    namespace: str, user_id: str | None, kind: str, plaintext: str, *, deterministic: bool = False
+) -> str:
+    """`plaintext` sealed for the owner when the tenant is encrypted, else unchanged."""
+    if not get_settings().is_encrypted(namespace):
+        return plaintext
+    ref = keyring.active(namespace, user_id or None, "data")
+    return seal_with(ref, kind, plaintext, deterministic=deterministic)
+
+
+def seal_optional(namespace: str, user_id: str | None, kind: str, value: str | None) -> str | None:
+    return None if value is None else seal(namespace, user_id, kind, value)
+
+
+def key_id_of(value: str) -> int | None:
+    """The data key a sealed value names; None for plaintext."""
+    if not value.startswith(SEALED_PREFIX):
+        return None
+    body = value[len(SEALED_PREFIX) :]
+    try:
+        raw = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
+    except ValueError:
+        return None
+    return int(struct.unpack(">Q", raw[:8])[0]) if len(raw) > 8 + NONCE_BYTES else None
+
+
+def open_text(value: str, kind: str) -> str:
+    """The plaintext of `value` (plaintext passes through); FORGOTTEN if its key was destroyed."""
+    key_id = key_id_of(value)
+    if key_id is None:
+        return value
+    body = value[len(SEALED_PREFIX) :]
+    raw = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
+    try:
+        ref = keyring.by_id(key_id)
+    except KeyUnavailable as exc:
+        if "destroyed" in str(exc):
+            return FORGOTTEN
+        raise
+    nonce, ciphertext = raw[8 : 8 + NONCE_BYTES], raw[8 + NONCE_BYTES :]
+    try:
+        return AESGCM(ref.key).decrypt(nonce, ciphertext, _identity(ref, kind)).decode()
+    except InvalidTag as exc:
+        raise SealBroken(f"sealed {kind} under data key {key_id} does not authenticate") from exc
+
+
+def open_optional(value: str | None, kind: str) -> str | None:
+    return None if value is None else open_text(value, kind)
+
+
+SEALED_JSON = "sealed"  # the one key of a JSON value stored sealed
+
+
+def seal_json(namespace: str | None, user_id: str | None, kind: str, value: Any) -> Any:
+    """A JSON value as `{"sealed": …}` for an encrypted tenant, else unchanged."""
+    if namespace is None or not get_settings().is_encrypted(namespace):
+        return value
+    return {SEALED_JSON: seal(namespace, user_id, kind, json.dumps(value, sort_keys=True))}
+
+
+# Memory details that queries read in SQL (or that say nothing of the content) stay plain.
+PLAIN_DETAILS = frozenset(
+    {"channel", "conflicts_with", "last_confirmed", "importance_base", "forgotten_at"}
+)
+DETAILS_KIND = "memories.details"
+
+
+def seal_details(namespace: str, user_id: str | None, details: dict[str, Any]) -> dict[str, Any]:
+    """A memory's details with every key but PLAIN_DETAILS sealed under `"sealed"` for an
+    encrypted tenant (unchanged otherwise, or when nothing is left to seal)."""
+    hidden = {k: v for k, v in details.items() if k not in PLAIN_DETAILS}
+    if not hidden or not get_settings().is_encrypted(namespace):
+        return details
+    plain = {k: v for k, v in details.items() if k in PLAIN_DETAILS}
+    return {**plain, **seal_json(namespace, user_id, DETAILS_KIND, hidden)}
+
+
+def open_details(details: dict[str, Any]) -> dict[str, Any]:
+    """Details as `seal_details` was given them."""
+    plain = {k: v for k, v in details.items() if k != SEALED_JSON}
+    return {**plain, **open_json({SEALED_JSON: details[SEALED_JSON]}, DETAILS_KIND)}
+
+
+def open_json(value: Any, kind: str) -> Any:
+    """The JSON value `seal_json` sealed (anything else passes through)."""
+    if isinstance(value, dict) and set(value) == {SEALED_JSON}:
+        return json.loads(open_text(value[SEALED_JSON], kind))
+    return value

@@ -1,0 +1,53 @@
+"""Tombstones of forgotten users: `continuum forget` records one before it deletes anything,
+and writers of a user's rows check it, so a row arriving while (or after) a forget runs is
+refused.
+
+The check and the tombstone meet on a transaction-level advisory lock per (tenant, user):
+a writer holds it shared from its check to its commit, the forget takes it exclusively to
+record the tombstone. So either the writer commits first (and the forget, waiting on the
+lock, then deletes what it wrote) or the forget does (and the writer sees the tombstone).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from sqlalchemy import select, text
+from sqlalchemy.orm import Session as DbSession
+
+from continuum.store.models import ForgetTombstone
+
+
+class UserForgotten(RuntimeError):
+    """The user was forgotten (`continuum forget`): nothing of theirs is stored again."""
+
+
+def forgotten_users(db: DbSession, namespace: str, user_ids: Iterable[str | None]) -> set[str]:
+    """Which of `user_ids` of `namespace` have a tombstone."""
+    wanted = sorted({user for user in user_ids if user})
+    if not wanted:
+        return set()
+    rows = db.scalars(
+        select(ForgetTombstone.user_id).where(
+            ForgetTombstone.namespace == namespace, ForgetTombstone.user_id.in_(wanted)
+        )
+    )
+    return set(rows)
+
+
+_LOCK = "pg_advisory_xact_lock{mode}(hashtextextended(:ns || chr(31) || :uid, 47))"
+
+
+def lock_user(db: DbSession, namespace: str, user_id: str, *, exclusive: bool) -> None:
+    """Take the (tenant, user) forget lock until the caller's transaction ends."""
+    sql = "SELECT " + _LOCK.format(mode="" if exclusive else "_shared")
+    db.execute(text(sql), {"ns": namespace, "uid": user_id})
+
+
+def guard_users(db: DbSession, namespace: str, user_ids: Iterable[str | None]) -> set[str]:
+    """Hold the forget lock of each of `user_ids` shared and return those forgotten (their
+    rows must not be written)."""
+    wanted = sorted({user for user in user_ids if user})
+    for user in wanted:
+        lock_user(db, namespace, user, exclusive=False)
+    return forgotten_users(db, namespace, wanted)

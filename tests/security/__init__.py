@@ -1,0 +1,1 @@
+"""Tests of encryption at rest and forgetting (`continuum.security`)."""

@@ -1,0 +1,89 @@
+"""R47 done-when: turns carrying a unique marker go to an encrypted tenant; neither a
+`pg_dump` of the whole database nor Redis's dump holds the marker anywhere, yet the same
+turns are found by `continuum search` and the context block."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+from sqlalchemy import func, select
+from typer.testing import CliRunner
+
+from continuum.cli.main import app
+from continuum.store.engine import session_scope
+from continuum.store.models import Memory, Message, ProcessedEvent, UserTask
+from tests.support.events import session_end, turn
+from tests.support.wait import wait_for
+
+runner = CliRunner()
+
+
+def _processed(ids: list[str]) -> bool:
+    with session_scope() as db:
+        wanted = [uuid.UUID(i) for i in ids]
+        query = select(func.count()).select_from(ProcessedEvent)
+        return db.scalar(query.where(ProcessedEvent.event_id.in_(wanted))) == len(ids)
+
+
+def _summaries(namespace: str) -> int:
+    with session_scope() as db:
+        query = select(func.count()).select_from(Memory).where(Memory.namespace == namespace)
+        return int(db.scalar(query.where(Memory.kind == "conversation_summary")) or 0)
+
+
+def _cli(*args: str) -> str:
+    result = runner.invoke(app, list(args))
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_marker_is_nowhere_at_rest_and_still_found(
+    db: Any, worker: Any, client: Any, encrypted: str, dumps: Any
+) -> None:
+    marker = f"zorblax{uuid.uuid4().hex[:10]}"
+    plain = f"plainmark{uuid.uuid4().hex[:10]}"
+    events = [
+        turn(f"The shed key is under the {marker} stone.", namespace=encrypted, message_id="m1"),
+        turn(f"Remind me to move the {marker} stone on Friday.", namespace=encrypted, at=5),
+        turn(f"Noted, the {marker} stone it is.", namespace=encrypted, role="assistant", at=9),
+        turn(f"The {plain} tenant is not encrypted.", namespace="open", at=12),
+        session_end(namespace=encrypted, at=40),
+    ]
+    ids = [client.emit(event) for event in events]
+    wait_for(lambda: _processed(ids))
+    wait_for(lambda: _summaries(encrypted))  # session end's work is done too
+    with session_scope() as s:  # the encrypted tenant's rows exist, sealed
+        assert s.scalar(select(func.count()).select_from(Message)) == 4
+        assert s.scalar(select(func.count()).select_from(UserTask)) == 1
+        assert s.scalar(select(func.count()).select_from(Memory)) >= 1
+
+    database, rdb = dumps()
+    assert marker.encode() not in database
+    assert marker.encode() not in rdb
+    assert plain.encode() in database  # the check can see plaintext where it is stored
+
+    hits = json.loads(_cli("search", marker, "-n", encrypted, "--user", "jason", "--json"))
+    assert {"m1"} <= {mid for hit in hits for mid in hit["source_message_ids"]}
+    assert all(marker in hit["content"] for hit in hits if hit["source"] == "message")
+    messages = _cli("messages", "search", marker, "-n", encrypted, "--json")
+    assert marker in messages
+    block = json.loads(
+        _cli(
+            "context",
+            "-n",
+            encrypted,
+            "--user",
+            "jason",
+            "--channel",
+            "voice",
+            "--seed",
+            f"where is the {marker} stone",
+            "--json",
+        )
+    )
+    assert marker in block["block"]
+    database, rdb = dumps()  # searching logged the question: sealed too
+    assert marker.encode() not in database
+    assert marker.encode() not in rdb
