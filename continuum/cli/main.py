@@ -22,6 +22,7 @@ from continuum.cli import (
     recall,
     runtimes,
     search,
+    security,
     servers,
     sessions,
     status,
@@ -41,6 +42,7 @@ for module in (
     status,
     recall,
     memory,
+    security,
     api,
     runtimes,
 ):

@@ -51,6 +51,7 @@ from continuum.recall.search import (
 )
 from continuum.security.envelope import open_text, seal
 from continuum.security.terms import keyed_label
+from continuum.security.tombstones import UserForgotten
 from continuum.store.engine import session_scope
 from continuum.store.ephemeral import peek_handoff
 from continuum.store.models import MemoryLog
@@ -669,10 +670,19 @@ def _filtered_out(
     return found
 
 
+def _logged_query(request: _Request) -> str | None:
+    """The question as the recall log keeps it: sealed for the user of an encrypted tenant;
+    not at all for a forgotten user."""
+    try:
+        return seal(request.namespace, request.user_id, "memory_log.query", request.seed_text)
+    except UserForgotten:
+        return None
+
+
 def _log(db: DbSession, request: _Request, result: ContextResult) -> None:
     details = {
         "query_id": result.query_id,
-        "query": seal(request.namespace, request.user_id, "memory_log.query", request.seed_text),
+        "query": _logged_query(request),
         "topic": keyed_label(request.namespace, result.topic),
         "since_topic": request.since_topic and keyed_label(request.namespace, request.since_topic),
         "user_id": request.user_id,

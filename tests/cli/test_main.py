@@ -52,6 +52,7 @@ COMMANDS = {
     "tools": None,
     "conflicts": None,
     "maintenance": None,
+    "forget": None,
     "api": None,
     "tokens": {"create", "list", "revoke"},
     "hooks": {"install", "uninstall"},
