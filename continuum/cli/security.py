@@ -1,4 +1,6 @@
-"""Forgetting (R47): `continuum forget` (a user, everywhere, with a verification report)."""
+"""Encryption and forgetting (R47): `continuum forget` (a user, everywhere, with a
+verification report) and `continuum keys rotate` (re-wrap data keys under the current
+key-encryption key; `--data` seals a tenant's rows again under new data keys)."""
 
 from __future__ import annotations
 
@@ -7,6 +9,8 @@ import typer
 from continuum.cli.common import JsonOption, NamespaceOption, console, escape, fail, print_json
 
 app = typer.Typer()
+keys_app = typer.Typer(help="Encryption keys.", no_args_is_help=True)
+app.add_typer(keys_app, name="keys")
 
 
 @app.command()
@@ -40,3 +44,42 @@ def forget(
                         else "[red]incomplete[/]: a store still holds rows of the user")  # fmt: skip
     if not report.complete:
         raise typer.Exit(1)
+
+
+@keys_app.command("rotate")
+def rotate(
+    data: bool = typer.Option(
+        False, "--data", help="Retire the tenant's data keys and seal its rows again."
+    ),
+    namespace: str = typer.Option(None, "--namespace", "-n", help="Tenant (with --data)."),
+    batch: int = typer.Option(500, "--batch", min=1, help="Rows per transaction."),
+    max_batches: int = typer.Option(
+        None, "--max-batches", min=1, help="Stop after this many batches (rerun resumes)."
+    ),
+    destroy_retired: bool = typer.Option(
+        False, "--destroy-retired", help="Then erase the retired data keys (with --data)."
+    ),
+    as_json: bool = JsonOption,
+) -> None:
+    """Re-wrap every data key under the current key-encryption key (CONTINUUM_ENCRYPTION_KEY;
+    old ones in CONTINUUM_ENCRYPTION_OLD_KEYS), online. With --data -n NS: new data keys for
+    the tenant, its rows sealed again in resumable batches."""
+    from dataclasses import asdict
+
+    from continuum.security.rotation import destroy_retired as destroy
+    from continuum.security.rotation import rewrap, rotate_data
+
+    if not data:
+        result = asdict(rewrap())
+    elif not namespace:
+        fail("--data needs --namespace")
+    else:
+        report = rotate_data(namespace, batch=batch, max_batches=max_batches)
+        result = asdict(report)
+        if destroy_retired and report.done:
+            result["destroyed"] = destroy(namespace)
+    if as_json:
+        print_json(result)
+        return
+    for name, value in result.items():
+        console().print(f"{name}: {escape(str(value))}", highlight=False)

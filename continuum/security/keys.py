@@ -70,13 +70,15 @@ def known_keks() -> dict[str, bytes]:
     return {kek_id(kek): kek for kek in keks}
 
 
-def _identity(namespace: str, user_id: str | None, purpose: str, version: int) -> bytes:
+def identity(namespace: str, user_id: str | None, purpose: str, version: int) -> bytes:
+    """A data key's identity: the associated data of its wrapping."""
     return "\x1f".join(("data-key", namespace, user_id or "", purpose, str(version))).encode()
 
 
-def wrap(kek: bytes, key: bytes, identity: bytes) -> bytes:
+def wrap(kek: bytes, key: bytes, owner: bytes) -> bytes:
+    """`key` wrapped under `kek` for the key identity `owner`: nonce and ciphertext."""
     nonce = os.urandom(NONCE_BYTES)
-    return nonce + AESGCM(kek).encrypt(nonce, key, identity)
+    return nonce + AESGCM(kek).encrypt(nonce, key, owner)
 
 
 def unwrap(row: DataKey) -> bytes:
@@ -90,8 +92,8 @@ def unwrap(row: DataKey) -> bytes:
             "(CONTINUUM_ENCRYPTION_KEY / CONTINUUM_ENCRYPTION_OLD_KEYS)"
         )
     wrapped = bytes(row.wrapped)
-    identity = _identity(row.namespace, row.user_id, row.purpose, row.version)
-    return AESGCM(kek).decrypt(wrapped[:NONCE_BYTES], wrapped[NONCE_BYTES:], identity)
+    owner = identity(row.namespace, row.user_id, row.purpose, row.version)
+    return AESGCM(kek).decrypt(wrapped[:NONCE_BYTES], wrapped[NONCE_BYTES:], owner)
 
 
 @dataclass(frozen=True)
@@ -151,7 +153,7 @@ class _Keyring:
                     )
                     or 0
                 )
-                wrapped = wrap(kek, os.urandom(32), _identity(namespace, user_id, purpose, version))
+                wrapped = wrap(kek, os.urandom(32), identity(namespace, user_id, purpose, version))
                 db.execute(
                     text(
                         "INSERT INTO data_keys (namespace, user_id, purpose, version, wrapped, "

@@ -53,6 +53,7 @@ COMMANDS = {
     "conflicts": None,
     "maintenance": None,
     "forget": None,
+    "keys": {"rotate"},
     "api": None,
     "tokens": {"create", "list", "revoke"},
     "hooks": {"install", "uninstall"},

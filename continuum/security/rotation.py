@@ -1,0 +1,261 @@
+"""Key rotation (R47), online: nothing stops while it runs.
+
+- `rewrap`: every data key wrapped by another KEK is unwrapped (with one of
+  `CONTINUUM_ENCRYPTION_OLD_KEYS`) and wrapped again under the current KEK, one key per
+  transaction; readers unwrap with either meanwhile. Once it reports nothing left, the old
+  KEK can be dropped from the configuration.
+- `rotate_data`: a tenant's data keys are retired (new writes get new keys, created on first
+  use; a process may keep sealing under a retired key for up to `OWNER_TTL_S`) and its rows
+  are sealed again under the new keys, in batches of `batch` rows by id, table by table. The
+  position is saved with each batch in `system_state`, so an interrupted rotation (or one
+  limited by `max_batches`) resumes where it stopped. Plaintext rows of a tenant that turned
+  encryption on are sealed (and given keyed terms) on the way. Retired keys stay readable
+  (Redis entries under them expire within hours); `destroy_retired` erases them once no row
+  names them any more.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import Text, func, select, type_coerce, update
+from sqlalchemy.dialects.postgresql import JSONB, insert
+from sqlalchemy.orm import Session as DbSession
+
+from continuum.config import ConfigError, get_settings
+from continuum.security.envelope import (
+    SEALED_JSON,
+    key_id_of,
+    open_details,
+    open_text,
+    seal,
+    seal_details,
+)
+from continuum.security.keys import current_kek, identity, kek_id, keyring, unwrap, wrap
+from continuum.security.terms import terms_for
+from continuum.store.engine import session_scope
+from continuum.store.models import DataKey, Memory, Message, SystemState, UserTask
+
+
+@dataclass
+class RewrapReport:
+    rewrapped: int = 0
+    current: int = 0
+    destroyed: int = 0
+
+
+def rewrap() -> RewrapReport:
+    """Wrap every live data key under the current KEK."""
+    kek = current_kek()
+    current = kek_id(kek)
+    report = RewrapReport()
+    with session_scope() as db:
+        ids = list(db.scalars(select(DataKey.id).order_by(DataKey.id)))
+    for key_id in ids:
+        with session_scope() as db:
+            row = db.scalar(select(DataKey).where(DataKey.id == key_id).with_for_update())
+            if row is None or row.wrapped is None:
+                report.destroyed += 1
+                continue
+            if row.kek_id == current:
+                report.current += 1
+                continue
+            own = identity(row.namespace, row.user_id, row.purpose, row.version)
+            row.wrapped = wrap(kek, unwrap(row), own)
+            row.kek_id = current
+            report.rewrapped += 1
+    keyring.clear()
+    return report
+
+
+@dataclass(frozen=True)
+class _Column:
+    name: str
+    kind: str
+    deterministic: bool = False
+
+
+@dataclass(frozen=True)
+class _Table:
+    model: Any
+    columns: tuple[_Column, ...]
+    terms: Callable[[dict[str, Any]], str] | None = None  # the text its keyed terms are made of
+
+
+TABLES = (
+    _Table(Message, (_Column("content", "messages.content"),), lambda row: row["content"]),
+    _Table(
+        Memory,
+        (
+            _Column("content", "memories.content"),
+            _Column("claim_value", "memories.claim_value"),
+        ),
+        lambda row: f"{row['key'] or ''} {row['content']}",
+    ),
+    _Table(
+        UserTask,
+        (
+            _Column("title", "tasks.title", deterministic=True),
+            _Column("description", "tasks.description"),
+        ),
+    ),
+)
+STATE_KEY = "key-rotation:{namespace}"
+
+
+@dataclass
+class RotationReport:
+    namespace: str
+    retired_keys: list[int]
+    resealed: dict[str, int] = field(default_factory=dict)
+    done: bool = False
+
+
+def _stale(value: str | None, retired: set[int]) -> bool:
+    """Whether `value` must be sealed again: plaintext, or sealed under a retired key."""
+    if value is None:
+        return False
+    key_id = key_id_of(value)
+    return key_id is None or key_id in retired
+
+
+def _resealed(
+    db: DbSession, table: _Table, row: dict[str, Any], retired: set[int]
+) -> dict[str, Any]:
+    """The new values of a row (raw, as stored) whose seals are stale; empty if none is."""
+    namespace, user = row["namespace"], row["user_id"]
+    changes: dict[str, Any] = {}
+    opened = dict(row)
+    for column in table.columns:
+        value = row[column.name]
+        if value is None:
+            continue
+        opened[column.name] = open_text(value, column.kind)
+        if _stale(value, retired):
+            changes[column.name] = seal(
+                namespace,
+                user,
+                column.kind,
+                opened[column.name],
+                deterministic=column.deterministic,
+            )
+    details = row.get("details")
+    if isinstance(details, dict):
+        sealed = details.get(SEALED_JSON)
+        if sealed is None or key_id_of(sealed) in retired:
+            plain = open_details(details) if sealed is not None else details
+            if (again := seal_details(namespace, user, plain)) != details:
+                changes["details"] = again
+    first = table.columns[0].name
+    if table.terms is not None and key_id_of(row[first]) is None and first in changes:
+        changes["tsv_keyed"] = terms_for(db, namespace, [table.terms(opened)])[0]
+    return changes
+
+
+def _retire(namespace: str) -> list[int]:
+    with session_scope() as db:
+        retired = db.scalars(
+            update(DataKey)
+            .where(
+                DataKey.namespace == namespace,
+                DataKey.purpose == "data",
+                DataKey.retired_at.is_(None),
+            )
+            .values(retired_at=func.now())
+            .returning(DataKey.id)
+        )
+        ids = sorted(retired)
+    keyring.forget(namespace)
+    return ids
+
+
+def _save(db: DbSession, namespace: str, state: dict[str, Any] | None) -> None:
+    name = STATE_KEY.format(namespace=namespace)
+    if state is None:
+        db.query(SystemState).filter(SystemState.key == name).delete()
+        return
+    stmt = insert(SystemState).values(key=name, value=state)
+    db.execute(
+        stmt.on_conflict_do_update(
+            index_elements=["key"], set_={"value": state, "updated_at": func.now()}
+        )
+    )
+
+
+def rotate_data(
+    namespace: str, *, batch: int = 500, max_batches: int | None = None
+) -> RotationReport:
+    """Retire the tenant's data keys (unless a rotation is under way: it resumes) and seal
+    its rows again under new ones; stops after `max_batches` batches if given."""
+    if not get_settings().is_encrypted(namespace):
+        raise ConfigError(f"{namespace!r} is not encrypted (CONTINUUM_ENCRYPTION_TENANTS)")
+    with session_scope() as db:
+        stored = db.get(SystemState, STATE_KEY.format(namespace=namespace))
+        state: dict[str, Any] = dict(stored.value) if stored else {}
+    if not state:
+        state = {"retired": _retire(namespace), "table": 0, "after": 0}
+        with session_scope() as db:
+            _save(db, namespace, state)
+    retired = set(state["retired"])
+    report = RotationReport(namespace, sorted(retired))
+    batches = 0
+    while state["table"] < len(TABLES):
+        if max_batches is not None and batches >= max_batches:
+            return report
+        table = TABLES[state["table"]]
+        model = table.model
+        raw = [type_coerce(getattr(model, c.name), Text).label(c.name) for c in table.columns]
+        extra: list[Any] = []
+        if model is Memory:  # sealed details, and the key its terms are made with
+            extra = [type_coerce(model.details, JSONB).label("details"), model.key]
+        with session_scope() as db:
+            rows = (
+                db.execute(
+                    select(model.id, model.namespace, model.user_id, *raw, *extra)
+                    .where(model.namespace == namespace, model.id > state["after"])
+                    .order_by(model.id)
+                    .limit(batch)
+                    .with_for_update()
+                )
+                .mappings()
+                .all()
+            )
+            for row in rows:
+                changes = _resealed(db, table, dict(row), retired)
+                if changes:
+                    db.execute(
+                        update(model.__table__).where(model.id == row["id"]).values(**changes)
+                    )
+                    report.resealed[model.__tablename__] = (
+                        report.resealed.get(model.__tablename__, 0) + 1
+                    )
+            if len(rows) < batch:
+                state = {**state, "table": state["table"] + 1, "after": 0}
+            else:
+                state = {**state, "after": rows[-1]["id"]}
+            _save(db, namespace, state if state["table"] < len(TABLES) else None)
+        batches += 1
+    report.done = True
+    return report
+
+
+def destroy_retired(namespace: str) -> int:
+    """Erase the tenant's retired data keys (after `rotate_data` finished): rows still
+    sealed under one would read as forgotten."""
+    with session_scope() as db:
+        if db.get(SystemState, STATE_KEY.format(namespace=namespace)) is not None:
+            raise ConfigError(f"a data-key rotation of {namespace!r} is still under way")
+        done = db.execute(
+            update(DataKey)
+            .where(
+                DataKey.namespace == namespace,
+                DataKey.purpose == "data",
+                DataKey.retired_at.is_not(None),
+                DataKey.wrapped.is_not(None),
+            )
+            .values(wrapped=None, destroyed_at=func.now())
+        )
+    keyring.forget(namespace)
+    return int(done.rowcount or 0)  # type: ignore[attr-defined]

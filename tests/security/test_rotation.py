@@ -1,0 +1,103 @@
+"""Key rotation (R47): `continuum keys rotate` re-wraps every data key under a new
+key-encryption key while both are configured; `--data` seals a tenant's rows again under new
+data keys in resumable batches (and seals rows stored before the tenant was encrypted)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from sqlalchemy import select, text
+from typer.testing import CliRunner
+
+from continuum.cli.main import app
+from continuum.pipeline.ingest import ingest_batch
+from continuum.recall.queries import search_messages
+from continuum.security.envelope import key_id_of
+from continuum.security.keys import KeyUnavailable, keyring
+from continuum.store.engine import session_scope
+from continuum.store.models import DataKey
+from tests.security.conftest import ENCRYPTED, KEK
+from tests.support.events import turn
+
+runner = CliRunner()
+NEW_KEK = "c3" * 32
+
+
+def _rotate(*args: str) -> dict[str, Any]:
+    result = runner.invoke(app, ["keys", "rotate", *args, "--json"])
+    assert result.exit_code == 0, result.output
+    return dict(json.loads(result.output))
+
+
+def _switch(settings_env: Callable[..., None], **values: Any) -> None:
+    settings_env(**values)
+    keyring.clear()  # as a restarted process would
+
+
+def _stored(column: str = "content") -> list[str]:
+    with session_scope() as db:
+        return list(db.scalars(text(f"SELECT {column} FROM messages ORDER BY id")))
+
+
+def _send(marker: str, count: int) -> None:
+    users = ("jason", "ana", None)
+    content = f"about the {marker} lantern"
+    events = [
+        turn(f"Turn {i} {content}.", namespace=ENCRYPTED, at=i, user_id=users[i % 3])
+        for i in range(count)
+    ]
+    ingest_batch(events)
+
+
+def test_rewrap_moves_every_data_key_to_the_new_kek(
+    db: Any, encrypted: str, settings_env: Callable[..., None]
+) -> None:
+    marker = f"vexil{uuid.uuid4().hex[:8]}"
+    _send(marker, 3)
+    _switch(settings_env, encryption_key=NEW_KEK)
+    with pytest.raises(KeyUnavailable):  # the new KEK alone cannot unwrap the keys
+        search_messages(encrypted, marker)
+
+    _switch(settings_env, encryption_key=NEW_KEK, encryption_old_keys=KEK)
+    assert len(search_messages(encrypted, marker)) == 3  # online: both KEKs read
+    report = _rotate()
+    with session_scope() as s:
+        keys = s.scalars(select(DataKey)).all()
+    assert report == {"rewrapped": len(keys), "current": 0, "destroyed": 0}
+
+    _switch(settings_env, encryption_key=NEW_KEK, encryption_old_keys=None)
+    assert len(search_messages(encrypted, marker)) == 3
+    assert _rotate()["rewrapped"] == 0
+
+
+def test_data_rotation_reseals_rows_in_resumable_batches(
+    db: Any, encrypted: str, settings_env: Callable[..., None], dumps: Any
+) -> None:
+    marker = f"vexil{uuid.uuid4().hex[:8]}"
+    _switch(settings_env, encryption_key=KEK, encryption_tenants="other")
+    _send(marker, 5)  # stored before the tenant was encrypted
+    assert all(marker in content for content in _stored())
+    _switch(settings_env, encryption_key=KEK, encryption_tenants=ENCRYPTED)
+
+    first = _rotate("--data", "-n", encrypted, "--batch", "2", "--max-batches", "1")
+    assert (first["done"], first["resealed"]) == (False, {"messages": 2})
+    assert sum(marker in content for content in _stored()) == 3
+    rest = _rotate("--data", "-n", encrypted, "--batch", "2")
+    assert (rest["done"], rest["resealed"]) == (True, {"messages": 3})  # resumed after row 2
+    assert not any(marker in content for content in _stored())
+    assert all(keyed is not None for keyed in _stored("tsv_keyed"))
+    assert len(search_messages(encrypted, marker)) == 5
+    database, _ = dumps()
+    assert marker.encode() not in database
+
+    old = {key_id_of(content) for content in _stored()}
+    again = _rotate("--data", "-n", encrypted, "--destroy-retired")
+    assert again["done"] and again["resealed"] == {"messages": 5}
+    assert set(again["retired_keys"]) == old and again["destroyed"] == len(old)
+    assert not {key_id_of(content) for content in _stored()} & old
+    keyring.clear()
+    assert len(search_messages(encrypted, marker)) == 5
