@@ -39,7 +39,7 @@ from continuum.memory.claims import (
 from continuum.memory.user_tasks import tasks_query
 from continuum.memory.writer import WriteContext, store_memories
 from continuum.pipeline.narrative import workspace
-from continuum.security.envelope import open_text
+from continuum.security.envelope import open_text, seal
 from continuum.store.engine import session_scope
 from continuum.store.models import MaintenanceRun, MemoryLog
 from continuum.store.redis_client import get_redis
@@ -88,6 +88,8 @@ PRUNE_WHERE = {
 }
 _TOPIC = "(SELECT t FROM unnest(tags) AS t WHERE t LIKE 'topic:%' LIMIT 1)"
 _GROUP = f"coalesce('key:' || lower(key), {_TOPIC}, '')"
+
+PLAN_KIND = "maintenance_runs.plan"
 
 
 def _chunks(ids: Sequence[int], size: int) -> Iterator[list[int]]:
@@ -244,7 +246,10 @@ def _plan_clusters(
                 "kind": group.kind,
                 "user_id": group.user_id,
                 "tag": group.topic,
-                "content": clip(summary, MAX_CONTENT_CHARS),
+                # the plan is stored (maintenance_runs): sealed like the memories it quotes
+                "content": seal(
+                    params["ns"], group.user_id, PLAN_KIND, clip(summary, MAX_CONTENT_CHARS)
+                ),
             }
         )
         removed.update(i for i, _ in members)
@@ -343,7 +348,7 @@ def _compress(db: DbSession, namespace: str, action: Action) -> int:
     kind: MemoryKind = action["kind"]
     candidate = MemoryCandidate(
         kind=kind,
-        content=action["content"],
+        content=open_text(action["content"], PLAN_KIND),
         tags=[action["tag"], "source:system"],
         importance=5,
         confidence=0.8,

@@ -22,6 +22,8 @@ from continuum.store.engine import session_scope
 from continuum.store.models import SystemState
 
 EMBEDDED_TABLES = ("memories", "messages")
+# Rows waiting for a vector: none of a tenant in no-vector mode (CONTINUUM_NO_VECTOR_TENANTS).
+PENDING = "embedding IS NULL AND namespace <> ALL(CAST(:no_vectors AS text[]))"
 MODEL_STATE_KEY = "embedding_model"
 
 
@@ -55,8 +57,7 @@ def embed_batch(table: str, embedder: Embedder, batch_size: int) -> int:
         _check_model(db, embedder)
         rows = db.execute(
             text(
-                f"SELECT id, content FROM {table} WHERE embedding IS NULL "
-                "AND namespace <> ALL(CAST(:no_vectors AS text[])) "
+                f"SELECT id, content FROM {table} WHERE {PENDING} "
                 "ORDER BY id LIMIT :n FOR UPDATE SKIP LOCKED"
             ),
             {"n": batch_size, "no_vectors": get_settings().no_vector_tenants},
@@ -96,10 +97,13 @@ def embed_pending(
 
 
 def pending_counts() -> dict[str, int]:
+    no_vectors = {"no_vectors": get_settings().no_vector_tenants}
     with session_scope() as db:
         return {
             table: int(
-                db.execute(text(f"SELECT count(*) FROM {table} WHERE embedding IS NULL")).scalar()
+                db.execute(
+                    text(f"SELECT count(*) FROM {table} WHERE {PENDING}"), no_vectors
+                ).scalar()
                 or 0
             )
             for table in EMBEDDED_TABLES

@@ -22,6 +22,8 @@ from continuum.config import get_settings
 from continuum.security.keys import keyring
 
 TERM_BYTES = 8
+TOPIC_TAG = "topic:"
+KEYED = "k:"  # a keyed label's prefix (a label read from storage is keyed already)
 
 _LEXEMES_SQL = text(
     "SELECT x.i, u.lexeme, u.positions FROM unnest(CAST(:texts AS text[])) WITH ORDINALITY "
@@ -43,17 +45,14 @@ def keyed_label(namespace: str, value: str) -> str:
     an encrypted tenant, so equal labels still match, else unchanged."""
     if not get_settings().is_encrypted(namespace):
         return value
-    return "k:" + keyed_lexemes(namespace, [value])[0]
-
-
-TOPIC_TAG = "topic:"
+    return KEYED + keyed_lexemes(namespace, [value])[0]
 
 
 def stored_tags(namespace: str, tags: Sequence[str]) -> list[str]:
     """Memory tags as stored: a topic tag's slug is keyed for an encrypted tenant."""
     return [
         TOPIC_TAG + keyed_label(namespace, tag.removeprefix(TOPIC_TAG))
-        if tag.startswith(TOPIC_TAG)
+        if tag.startswith(TOPIC_TAG) and not tag.startswith(TOPIC_TAG + KEYED)
         else tag
         for tag in tags
     ]

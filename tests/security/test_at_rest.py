@@ -87,3 +87,48 @@ def test_marker_is_nowhere_at_rest_and_still_found(
     database, rdb = dumps()  # searching logged the question: sealed too
     assert marker.encode() not in database
     assert marker.encode() not in rdb
+
+
+def test_listings_over_several_tenants_match_each_on_its_own_terms(db: Any, encrypted: str) -> None:
+    from continuum.pipeline.ingest import ingest_batch
+    from continuum.recall.browse import MemoryFilters, MessageFilters, Window, memories, messages
+
+    ingest_batch(
+        [
+            turn("I prefer the copper kettle.", namespace=encrypted, message_id="v1"),
+            turn("I prefer the copper kettle.", namespace="open", message_id="o1", at=1),
+            turn("Nothing about it here.", namespace="open", message_id="o2", at=2),
+        ]
+    )
+    both = [encrypted, "open"]
+    found = messages(both, MessageFilters(query="copper kettles"), Window(limit=10))
+    assert sorted((hit.namespace, hit.message_id) for hit in found) == [
+        ("open", "o1"),
+        (encrypted, "v1"),
+    ]
+    assert {hit.content for hit in found} == {"I prefer the copper kettle."}
+    kept = memories(both, MemoryFilters(query="kettle"), Window(limit=10))
+    assert sorted(m.namespace for m in kept) == ["open", encrypted]
+    assert all("kettle" in m.content for m in kept)
+
+
+def test_a_no_vector_tenant_is_never_embedded_and_still_found_by_words(
+    db: Any, settings_env: Any
+) -> None:
+    from continuum.pipeline.ingest import ingest_batch
+    from continuum.pipeline.outbox import embed_pending, pending_counts
+    from continuum.recall.search import search
+
+    settings_env(no_vector_tenants="bare")
+    ingest_batch(
+        [
+            turn("The copper kettle whistles.", namespace="bare", message_id="b1"),
+            turn("The copper kettle whistles.", namespace="open", message_id="o1"),
+        ]
+    )
+    embed_pending(time_budget_s=60)
+    assert sum(pending_counts().values()) == 0  # nothing waits for the bare tenant's vectors
+    with session_scope() as s:
+        embedded = s.execute(select(Message.namespace, Message.embedding.is_not(None))).all()
+    assert sorted(embedded) == [("bare", False), ("open", True)]
+    assert [hit.source_message_ids for hit in search("bare", "copper kettle")] == [["b1"]]
