@@ -18,6 +18,7 @@ SECTIONS = {  # in the order they run
     "sync": "sync_backfill",
     "recall": "recall_bench",
     "consolidation": "consolidation_bench",
+    "encryption": "encryption_bench",
     "cli": "cli_bench",
 }
 

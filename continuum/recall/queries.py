@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, timezone
 from typing import Any
 
-from sqlalchemy import ColumnElement, case, cast, func, literal, select
+from sqlalchemy import ColumnElement, and_, case, cast, func, literal, or_, select
 from sqlalchemy.dialects.postgresql import TSQUERY
 from sqlalchemy.orm import Session as DbSession
 
@@ -53,16 +53,26 @@ def full_text(
 ) -> tuple[ColumnElement[bool], ColumnElement[float]]:
     """Whether `tsv` matches `query` (web-search syntax: quotes, OR, -word), and the rank;
     an encrypted tenant's rows (R47) are matched on their keyed terms."""
-    tsquery: ColumnElement[Any] = func.websearch_to_tsquery("english", query)
+    plain: ColumnElement[Any] = func.websearch_to_tsquery("english", query)
     settings = get_settings()
     keyed = {
         namespace: cast(keyed_websearch(db, namespace, query), TSQUERY)
         for namespace in namespaces
         if settings.is_encrypted(namespace)
     }
-    if keyed:
-        tsquery = case(keyed, value=namespace_column, else_=tsquery)
-    return tsv.op("@@")(tsquery), func.ts_rank_cd(tsv, tsquery)
+    if not keyed:
+        return tsv.op("@@")(plain), func.ts_rank_cd(tsv, plain)
+    if len(keyed) == len(namespaces) == 1:  # one tenant: a plain index condition
+        (tsquery,) = keyed.values()
+        return tsv.op("@@")(tsquery), func.ts_rank_cd(tsv, tsquery)
+    # Several tenants: each matched on its own terms, one index condition per tenant.
+    others = [n for n in namespaces if n not in keyed]
+    match = or_(
+        *(and_(namespace_column == n, tsv.op("@@")(q)) for n, q in keyed.items()),
+        and_(namespace_column.in_(others), tsv.op("@@")(plain)),
+    )
+    per_tenant = case(keyed, value=namespace_column, else_=plain)
+    return match, func.ts_rank_cd(tsv, per_tenant)
 
 
 def search_messages(

@@ -266,6 +266,13 @@ class _Fusion:
         self.weights = weights
         self.hits: dict[tuple[str, int], SearchHit] = {}
 
+    def _hit(self, source: Source, row: Any) -> SearchHit:
+        """The hit of `row`, made (and its text opened) the first time a channel finds it."""
+        hit = self.hits.get((source, row.id))
+        if hit is None:
+            hit = self.hits[(source, row.id)] = _hit(source, row)
+        return hit
+
     def add(self, channel: str, ranked: list[tuple[Source, Any, float]], weight: float) -> None:
         """Add one channel's joint ranking (best first) by its signal normalized on the scale
         of the turns in it: BM25 as a share of the best turn's; a cosine similarity by its
@@ -282,7 +289,7 @@ class _Fusion:
             share = min((value - floor) / (top - floor), 1.0) if top > floor else 1.0
             if share < 0:
                 continue  # a memory weaker than every turn the channel kept
-            hit = self.hits.setdefault((source, row.id), _hit(source, row))
+            hit = self._hit(source, row)
             hit.score += getattr(self.weights, source) * weight * share
             hit.parts[f"{channel}_rank"] = rank
             if channel == "vector":
@@ -312,7 +319,7 @@ class _Fusion:
             {**params, "sids": [s for s, _ in best], "mids": [m for _, m in best]},
         )
         for row in rows:
-            hit = self.hits.setdefault(("message", row.id), _hit("message", row))
+            hit = self._hit("message", row)
             share = best[(row.session_id, row.source_message_ids[0])]
             hit.score = max(hit.score, share)
             hit.parts["memory_key"] = round(share, 6)

@@ -21,10 +21,9 @@ import struct
 from typing import Any
 
 from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from continuum.config import get_settings
-from continuum.security.keys import NONCE_BYTES, DataKeyRef, KeyUnavailable, keyring
+from continuum.security.keys import NONCE_BYTES, DataKeyRef, KeyDestroyed, keyring
 from continuum.store.models import SEALED_PREFIX
 
 FORGOTTEN = "[forgotten]"  # what a row sealed under a destroyed key reads as
@@ -48,7 +47,7 @@ def seal_with(ref: DataKeyRef, kind: str, plaintext: str, *, deterministic: bool
         nonce = nonce[:NONCE_BYTES]
     else:
         nonce = os.urandom(NONCE_BYTES)
-    body = struct.pack(">Q", ref.id) + nonce + AESGCM(ref.key).encrypt(nonce, data, identity)
+    body = struct.pack(">Q", ref.id) + nonce + ref.aead.encrypt(nonce, data, identity)
     return SEALED_PREFIX + base64.urlsafe_b64encode(body).decode().rstrip("=")
 
 
@@ -87,13 +86,11 @@ def open_text(value: str, kind: str) -> str:
     raw = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
     try:
         ref = keyring.by_id(key_id)
-    except KeyUnavailable as exc:
-        if "destroyed" in str(exc):
-            return FORGOTTEN
-        raise
+    except KeyDestroyed:
+        return FORGOTTEN
     nonce, ciphertext = raw[8 : 8 + NONCE_BYTES], raw[8 + NONCE_BYTES :]
     try:
-        return AESGCM(ref.key).decrypt(nonce, ciphertext, _identity(ref, kind)).decode()
+        return ref.aead.decrypt(nonce, ciphertext, _identity(ref, kind)).decode()
     except InvalidTag as exc:
         raise SealBroken(f"sealed {kind} under data key {key_id} does not authenticate") from exc
 

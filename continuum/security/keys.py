@@ -15,7 +15,7 @@ import hashlib
 import os
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -33,7 +33,11 @@ NONCE_BYTES = 12
 
 
 class KeyUnavailable(RuntimeError):
-    """A ciphertext names a data key that is destroyed (forgotten) or cannot be unwrapped."""
+    """A ciphertext names a data key that cannot be unwrapped."""
+
+
+class KeyDestroyed(KeyUnavailable):
+    """The data key was destroyed (`continuum forget`, or retired and erased)."""
 
 
 def _parse_kek(value: str, origin: str) -> bytes:
@@ -84,7 +88,7 @@ def wrap(kek: bytes, key: bytes, owner: bytes) -> bytes:
 def unwrap(row: DataKey) -> bytes:
     """The plaintext data key of `row`; KeyUnavailable when destroyed or its KEK is unknown."""
     if row.wrapped is None:
-        raise KeyUnavailable(f"data key {row.id} is destroyed")
+        raise KeyDestroyed(f"data key {row.id} is destroyed")
     kek = known_keks().get(row.kek_id)
     if kek is None:
         raise KeyUnavailable(
@@ -105,6 +109,10 @@ class DataKeyRef:
     user_id: str | None
     purpose: str
     key: bytes
+    aead: AESGCM = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "aead", AESGCM(self.key))  # its key schedule, made once
 
 
 class _Keyring:

@@ -44,3 +44,17 @@ def test_a_malformed_key_is_a_configuration_error(settings_env: Callable[..., No
     settings_env(encryption_key="abc")
     with pytest.raises(ConfigError, match="64 hex characters"):
         current_kek()
+
+
+def test_a_value_under_a_destroyed_key_reads_as_forgotten(db: Any, encrypted: str) -> None:
+    from sqlalchemy import update
+
+    from continuum.security.envelope import FORGOTTEN
+    from continuum.store.engine import session_scope
+    from continuum.store.models import DataKey
+
+    sealed = seal(encrypted, "jason", "messages.content", "the spare key is under the mat")
+    with session_scope() as s:
+        s.execute(update(DataKey).where(DataKey.user_id == "jason").values(wrapped=None))
+    keyring.clear()
+    assert open_text(sealed, "messages.content") == FORGOTTEN
