@@ -12,8 +12,10 @@ from sqlalchemy import func, select
 from typer.testing import CliRunner
 
 from continuum.cli.main import app
+from continuum.pipeline.ingest import ingest_batch
+from continuum.store.deadletter import payload_of
 from continuum.store.engine import session_scope
-from continuum.store.models import Memory, Message, ProcessedEvent, UserTask
+from continuum.store.models import DeadLetter, Memory, Message, ProcessedEvent, UserTask
 from tests.support.events import session_end, turn
 from tests.support.wait import wait_for
 
@@ -54,10 +56,14 @@ def test_marker_is_nowhere_at_rest_and_still_found(
     ids = [client.emit(event) for event in events]
     wait_for(lambda: _processed(ids))
     wait_for(lambda: _summaries(encrypted))  # session end's work is done too
+    bad = {**turn(f"A {marker} line from nowhere.", namespace=encrypted), "role": "narrator"}
+    ingest_batch([bad])  # dead-lettered whole, as the worker would
     with session_scope() as s:  # the encrypted tenant's rows exist, sealed
         assert s.scalar(select(func.count()).select_from(Message)) == 4
         assert s.scalar(select(func.count()).select_from(UserTask)) == 1
         assert s.scalar(select(func.count()).select_from(Memory)) >= 1
+        letter = s.scalars(select(DeadLetter)).one()
+        assert payload_of(letter)[0]["content"] == bad["content"]  # sealed, and opens
 
     database, rdb = dumps()
     assert marker.encode() not in database
@@ -90,7 +96,6 @@ def test_marker_is_nowhere_at_rest_and_still_found(
 
 
 def test_listings_over_several_tenants_match_each_on_its_own_terms(db: Any, encrypted: str) -> None:
-    from continuum.pipeline.ingest import ingest_batch
     from continuum.recall.browse import MemoryFilters, MessageFilters, Window, memories, messages
 
     ingest_batch(
@@ -115,7 +120,6 @@ def test_listings_over_several_tenants_match_each_on_its_own_terms(db: Any, encr
 def test_a_no_vector_tenant_is_never_embedded_and_still_found_by_words(
     db: Any, settings_env: Any
 ) -> None:
-    from continuum.pipeline.ingest import ingest_batch
     from continuum.pipeline.outbox import embed_pending, pending_counts
     from continuum.recall.search import search
 
@@ -132,3 +136,31 @@ def test_a_no_vector_tenant_is_never_embedded_and_still_found_by_words(
         embedded = s.execute(select(Message.namespace, Message.embedding.is_not(None))).all()
     assert sorted(embedded) == [("bare", False), ("open", True)]
     assert [hit.source_message_ids for hit in search("bare", "copper kettle")] == [["b1"]]
+
+
+def test_synced_transcripts_are_sealed_and_still_found(
+    db: Any, settings_env: Any, tmp_path: Any
+) -> None:
+    import shutil
+    from pathlib import Path
+
+    from sqlalchemy import text
+
+    from continuum.recall.queries import search_messages
+    from continuum.sync import sync
+    from tests.security.conftest import KEK
+
+    settings_env(encryption_key=KEK)  # every tenant
+    home = tmp_path / "home"
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures" / "transcripts" / "home"
+    shutil.copytree(fixtures, home)
+    assert sync(home, feed_capture=False).messages_inserted > 0
+    with session_scope() as s:
+        stored = s.execute(text("SELECT content, tsv_keyed IS NOT NULL FROM messages")).all()
+        first = s.scalars(select(Message).order_by(Message.id)).first()
+    assert stored and all(raw.startswith("enc1:") and keyed for raw, keyed in stored)
+    assert first is not None and not first.content.startswith("enc1:")  # opened on read
+    word = max(first.content.split(), key=len).strip(".,!?:;\"'()")
+    assert word.lower() not in " ".join(raw for raw, _ in stored).lower()
+    found = search_messages(first.namespace, word)
+    assert first.message_id in {hit.message_id for hit in found}
