@@ -5,7 +5,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_validator
+
+from continuum.security.envelope import open_compactions
 
 
 class _FromRow(BaseModel):
@@ -62,3 +64,8 @@ class SessionOut(_FromRow):
     status: str
     message_count: int
     details: dict[str, Any]
+
+    @field_validator("details")
+    @classmethod
+    def _opened(cls, details: dict[str, Any]) -> dict[str, Any]:
+        return open_compactions(details)

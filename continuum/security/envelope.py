@@ -132,6 +132,23 @@ def open_details(details: dict[str, Any]) -> dict[str, Any]:
     return {**plain, **open_json({SEALED_JSON: details[SEALED_JSON]}, DETAILS_KIND)}
 
 
+COMPACTION_KIND = "sessions.compactions"
+
+
+def open_compactions(details: dict[str, Any]) -> dict[str, Any]:
+    """A session's details with the compaction summaries sync sealed opened."""
+    compactions = details.get("compactions")
+    if not isinstance(compactions, list):
+        return details
+    opened = [
+        open_json({SEALED_JSON: item[SEALED_JSON]}, COMPACTION_KIND)
+        if isinstance(item, dict) and SEALED_JSON in item
+        else item
+        for item in compactions
+    ]
+    return {**details, "compactions": opened}
+
+
 def open_json(value: Any, kind: str) -> Any:
     """The JSON value `seal_json` sealed (anything else passes through)."""
     if isinstance(value, dict) and set(value) == {SEALED_JSON}:

@@ -21,7 +21,7 @@ from sqlalchemy import case, func, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session as DbSession
 
-from continuum.security.envelope import seal
+from continuum.security.envelope import COMPACTION_KIND, seal, seal_json
 from continuum.security.terms import terms_for
 from continuum.store.models import Session
 from continuum.store.storable import clean_json, clean_text, json_text
@@ -208,7 +208,8 @@ def upsert_session(db: DbSession, facts: SessionFacts, inserted: int) -> None:
 def add_compactions(
     db: DbSession, namespace: str, session_id: str, compactions: list[Compaction]
 ) -> int:
-    """Append compaction summaries to `sessions.details.compactions` (once per id)."""
+    """Append compaction summaries to `sessions.details.compactions` (once per id); sealed,
+    but for their id, for an encrypted tenant (`open_compactions` reads them)."""
     if not compactions:
         return 0
     where = (Session.namespace == namespace, Session.session_id == session_id)
@@ -216,7 +217,10 @@ def add_compactions(
     stored: list[dict[str, Any]] = list(details.get("compactions", []))
     known = {item.get("compaction_id") for item in stored}
     new = [
-        clean_json(c.model_dump(mode="json")) for c in compactions if c.compaction_id not in known
+        {"compaction_id": c.compaction_id}
+        | seal_json(namespace, None, COMPACTION_KIND, clean_json(c.model_dump(mode="json")))
+        for c in compactions
+        if c.compaction_id not in known
     ]
     if new:
         details["compactions"] = stored + new

@@ -146,7 +146,9 @@ def test_synced_transcripts_are_sealed_and_still_found(
 
     from sqlalchemy import text
 
+    from continuum.api.schemas import SessionOut
     from continuum.recall.queries import search_messages
+    from continuum.store.models import Session
     from continuum.sync import sync
     from tests.security.conftest import KEK
 
@@ -164,3 +166,10 @@ def test_synced_transcripts_are_sealed_and_still_found(
     assert word.lower() not in " ".join(raw for raw, _ in stored).lower()
     found = search_messages(first.namespace, word)
     assert first.message_id in {hit.message_id for hit in found}
+    with session_scope() as s:  # compaction summaries: sealed but for their id, opened by the API
+        compacted = [row for row in s.scalars(select(Session)) if row.details.get("compactions")]
+    assert compacted
+    for row in compacted:
+        assert all(set(c) == {"compaction_id", "sealed"} for c in row.details["compactions"])
+        shown = SessionOut.model_validate(row).details["compactions"]
+        assert all(c["summary"] and not c["summary"].startswith("enc1:") for c in shown)
