@@ -129,7 +129,8 @@ def seal_details(namespace: str, user_id: str | None, details: dict[str, Any]) -
 def open_details(details: dict[str, Any]) -> dict[str, Any]:
     """Details as `seal_details` was given them."""
     plain = {k: v for k, v in details.items() if k != SEALED_JSON}
-    return {**plain, **open_json({SEALED_JSON: details[SEALED_JSON]}, DETAILS_KIND)}
+    hidden = open_json({SEALED_JSON: details[SEALED_JSON]}, DETAILS_KIND)
+    return {**plain, **(hidden or {})}  # none left when the key was destroyed
 
 
 COMPACTION_KIND = "sessions.compactions"
@@ -150,7 +151,9 @@ def open_compactions(details: dict[str, Any]) -> dict[str, Any]:
 
 
 def open_json(value: Any, kind: str) -> Any:
-    """The JSON value `seal_json` sealed (anything else passes through)."""
+    """The JSON value `seal_json` sealed (anything else passes through); None when its key
+    was destroyed."""
     if isinstance(value, dict) and set(value) == {SEALED_JSON}:
-        return json.loads(open_text(value[SEALED_JSON], kind))
+        opened = open_text(value[SEALED_JSON], kind)
+        return None if opened == FORGOTTEN else json.loads(opened)
     return value

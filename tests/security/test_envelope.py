@@ -58,3 +58,18 @@ def test_a_value_under_a_destroyed_key_reads_as_forgotten(db: Any, encrypted: st
         s.execute(update(DataKey).where(DataKey.user_id == "jason").values(wrapped=None))
     keyring.clear()
     assert open_text(sealed, "messages.content") == FORGOTTEN
+
+
+def test_json_under_a_destroyed_key_reads_as_null(db: Any, encrypted: str) -> None:
+    from sqlalchemy import update
+
+    from continuum.security.envelope import open_json, seal_json
+    from continuum.store.engine import session_scope
+    from continuum.store.models import DataKey
+
+    sealed = seal_json(encrypted, None, "dead_letters.payload", {"content": "hello"})
+    assert open_json(sealed, "dead_letters.payload") == {"content": "hello"}
+    with session_scope() as s:
+        s.execute(update(DataKey).values(wrapped=None))
+    keyring.clear()
+    assert open_json(sealed, "dead_letters.payload") is None
