@@ -173,3 +173,16 @@ def test_synced_transcripts_are_sealed_and_still_found(
         assert all(set(c) == {"compaction_id", "sealed"} for c in row.details["compactions"])
         shown = SessionOut.model_validate(row).details["compactions"]
         assert all(c["summary"] and not c["summary"].startswith("enc1:") for c in shown)
+
+
+def test_a_task_created_by_hand_is_sealed_and_listed_in_plaintext(db: Any, encrypted: str) -> None:
+    from sqlalchemy import text
+
+    from continuum.memory.user_tasks import create_task, list_tasks
+
+    made = create_task(encrypted, "Water the fig tree", user_id="jason", description="weekly")
+    assert (made.title, made.description) == ("Water the fig tree", "weekly")
+    with session_scope() as s:
+        title, description = s.execute(text("SELECT title, description FROM tasks")).one()
+    assert title.startswith("enc1:") and description.startswith("enc1:")
+    assert [task.title for task in list_tasks(encrypted, "jason")] == ["Water the fig tree"]
