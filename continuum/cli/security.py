@@ -51,33 +51,38 @@ def rotate(
     data: bool = typer.Option(
         False, "--data", help="Retire the tenant's data keys and seal its rows again."
     ),
-    namespace: str = typer.Option(None, "--namespace", "-n", help="Tenant (with --data)."),
+    destroy_retired: bool = typer.Option(
+        False,
+        "--destroy-retired",
+        help="Erase the tenant's retired data keys (after a last pass over its rows).",
+    ),
+    namespace: str = typer.Option(
+        None, "--namespace", "-n", help="Tenant (--data, --destroy-retired)."
+    ),
     batch: int = typer.Option(500, "--batch", min=1, help="Rows per transaction."),
     max_batches: int = typer.Option(
         None, "--max-batches", min=1, help="Stop after this many batches (rerun resumes)."
-    ),
-    destroy_retired: bool = typer.Option(
-        False, "--destroy-retired", help="Then erase the retired data keys (with --data)."
     ),
     as_json: bool = JsonOption,
 ) -> None:
     """Re-wrap every data key under the current key-encryption key (CONTINUUM_ENCRYPTION_KEY;
     old ones in CONTINUUM_ENCRYPTION_OLD_KEYS), online. With --data -n NS: new data keys for
-    the tenant, its rows sealed again in resumable batches."""
+    the tenant, its rows sealed again in resumable batches. With --destroy-retired -n NS
+    (later): the retired keys erased."""
     from dataclasses import asdict
 
-    from continuum.security.rotation import destroy_retired as destroy
-    from continuum.security.rotation import rewrap, rotate_data
+    from continuum.security import rotation
 
-    if not data:
-        result = asdict(rewrap())
-    elif not namespace:
-        fail("--data needs --namespace")
+    if (data or destroy_retired) and not namespace:
+        fail("--data and --destroy-retired need --namespace")
+    if data and destroy_retired:
+        fail("--destroy-retired is a later step: run it once the rotation is done")
+    if data:
+        result = asdict(rotation.rotate_data(namespace, batch=batch, max_batches=max_batches))
+    elif destroy_retired:
+        result = asdict(rotation.destroy_retired(namespace, batch=batch))
     else:
-        report = rotate_data(namespace, batch=batch, max_batches=max_batches)
-        result = asdict(report)
-        if destroy_retired and report.done:
-            result["destroyed"] = destroy(namespace)
+        result = asdict(rotation.rewrap())
     if as_json:
         print_json(result)
         return

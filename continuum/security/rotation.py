@@ -10,8 +10,8 @@
   position is saved with each batch in `system_state`, so an interrupted rotation (or one
   limited by `max_batches`) resumes where it stopped. Plaintext rows of a tenant that turned
   encryption on are sealed (and given keyed terms) on the way. Retired keys stay readable
-  (Redis entries under them expire within hours); `destroy_retired` erases them once no row
-  names them any more.
+  (Redis entries under them expire within hours); `destroy_retired` erases them after one
+  more pass, refused while a rotation is under way or within `OWNER_TTL_S` of a retirement.
 """
 
 from __future__ import annotations
@@ -33,7 +33,15 @@ from continuum.security.envelope import (
     seal,
     seal_details,
 )
-from continuum.security.keys import current_kek, identity, kek_id, keyring, unwrap, wrap
+from continuum.security.keys import (
+    OWNER_TTL_S,
+    current_kek,
+    identity,
+    kek_id,
+    keyring,
+    unwrap,
+    wrap,
+)
 from continuum.security.terms import terms_for
 from continuum.store.engine import session_scope
 from continuum.store.models import DataKey, Memory, Message, SystemState, UserTask
@@ -111,6 +119,7 @@ class RotationReport:
     retired_keys: list[int]
     resealed: dict[str, int] = field(default_factory=dict)
     done: bool = False
+    destroyed: int = 0
 
 
 def _stale(value: str | None, retired: set[int]) -> bool:
@@ -184,26 +193,37 @@ def _save(db: DbSession, namespace: str, state: dict[str, Any] | None) -> None:
     )
 
 
-def rotate_data(
-    namespace: str, *, batch: int = 500, max_batches: int | None = None
-) -> RotationReport:
-    """Retire the tenant's data keys (unless a rotation is under way: it resumes) and seal
-    its rows again under new ones; stops after `max_batches` batches if given."""
-    if not get_settings().is_encrypted(namespace):
-        raise ConfigError(f"{namespace!r} is not encrypted (CONTINUUM_ENCRYPTION_TENANTS)")
+def _retired(namespace: str) -> set[int]:
+    """Every retired data key of the tenant not destroyed yet (of this rotation or earlier)."""
     with session_scope() as db:
-        stored = db.get(SystemState, STATE_KEY.format(namespace=namespace))
-        state: dict[str, Any] = dict(stored.value) if stored else {}
-    if not state:
-        state = {"retired": _retire(namespace), "table": 0, "after": 0}
-        with session_scope() as db:
-            _save(db, namespace, state)
-    retired = set(state["retired"])
-    report = RotationReport(namespace, sorted(retired))
+        return set(
+            db.scalars(
+                select(DataKey.id).where(
+                    DataKey.namespace == namespace,
+                    DataKey.purpose == "data",
+                    DataKey.retired_at.is_not(None),
+                    DataKey.wrapped.is_not(None),
+                )
+            )
+        )
+
+
+def _pass(
+    namespace: str,
+    state: dict[str, Any],
+    retired: set[int],
+    report: RotationReport,
+    *,
+    batch: int,
+    max_batches: int | None,
+    saved: bool,
+) -> bool:
+    """Seal again every row of the tenant from `state`'s position whose seal is stale, one
+    batch per transaction (saving the position with it when `saved`); True once done."""
     batches = 0
     while state["table"] < len(TABLES):
         if max_batches is not None and batches >= max_batches:
-            return report
+            return False
         table = TABLES[state["table"]]
         model = table.model
         raw = [type_coerce(getattr(model, c.name), Text).label(c.name) for c in table.columns]
@@ -228,34 +248,83 @@ def rotate_data(
                     db.execute(
                         update(model.__table__).where(model.id == row["id"]).values(**changes)
                     )
-                    report.resealed[model.__tablename__] = (
-                        report.resealed.get(model.__tablename__, 0) + 1
-                    )
+                    name = model.__tablename__
+                    report.resealed[name] = report.resealed.get(name, 0) + 1
             if len(rows) < batch:
                 state = {**state, "table": state["table"] + 1, "after": 0}
             else:
                 state = {**state, "after": rows[-1]["id"]}
-            _save(db, namespace, state if state["table"] < len(TABLES) else None)
+            if saved:
+                _save(db, namespace, state if state["table"] < len(TABLES) else None)
         batches += 1
-    report.done = True
+    return True
+
+
+def rotate_data(
+    namespace: str, *, batch: int = 500, max_batches: int | None = None
+) -> RotationReport:
+    """Retire the tenant's data keys (unless a rotation is under way: it resumes) and seal
+    its rows again under new ones; stops after `max_batches` batches if given. Rows still
+    under a key an earlier rotation retired are sealed again too."""
+    if not get_settings().is_encrypted(namespace):
+        raise ConfigError(f"{namespace!r} is not encrypted (CONTINUUM_ENCRYPTION_TENANTS)")
+    with session_scope() as db:
+        stored = db.get(SystemState, STATE_KEY.format(namespace=namespace))
+        state: dict[str, Any] = dict(stored.value) if stored else {}
+    if not state:
+        state = {"retired": _retire(namespace), "table": 0, "after": 0}
+        with session_scope() as db:
+            _save(db, namespace, state)
+    report = RotationReport(namespace, state["retired"])
+    report.done = _pass(
+        namespace,
+        state,
+        _retired(namespace),
+        report,
+        batch=batch,
+        max_batches=max_batches,
+        saved=True,
+    )
     return report
 
 
-def destroy_retired(namespace: str) -> int:
-    """Erase the tenant's retired data keys (after `rotate_data` finished): rows still
-    sealed under one would read as forgotten."""
+def destroy_retired(namespace: str, *, batch: int = 500) -> RotationReport:
+    """Erase the tenant's retired data keys, after one more pass sealing again any row still
+    under one. Refused while a rotation is under way, or within `OWNER_TTL_S` of the last
+    retirement (a process may still be sealing under a key it retired)."""
     with session_scope() as db:
         if db.get(SystemState, STATE_KEY.format(namespace=namespace)) is not None:
             raise ConfigError(f"a data-key rotation of {namespace!r} is still under way")
-        done = db.execute(
-            update(DataKey)
-            .where(
+        settling = func.now() - func.make_interval(0, 0, 0, 0, 0, 0, OWNER_TTL_S)
+        recent = db.scalar(
+            select(func.count()).where(
                 DataKey.namespace == namespace,
-                DataKey.purpose == "data",
-                DataKey.retired_at.is_not(None),
-                DataKey.wrapped.is_not(None),
+                DataKey.destroyed_at.is_(None),
+                DataKey.retired_at > settling,
             )
+        )
+    if recent:
+        raise ConfigError(
+            f"keys of {namespace!r} were retired less than {OWNER_TTL_S:.0f} s ago: "
+            "a process may still seal under them; try again shortly"
+        )
+    retired = _retired(namespace)
+    report = RotationReport(namespace, sorted(retired))
+    report.done = _pass(
+        namespace,
+        {"table": 0, "after": 0},
+        retired,
+        report,
+        batch=batch,
+        max_batches=None,
+        saved=False,
+    )
+    with session_scope() as db:
+        db.execute(
+            update(DataKey)
+            .where(DataKey.id.in_(retired))
             .values(wrapped=None, destroyed_at=func.now())
         )
     keyring.forget(namespace)
-    return int(done.rowcount or 0)  # type: ignore[attr-defined]
+    report.destroyed = len(retired)
+    return report

@@ -14,9 +14,10 @@ from sqlalchemy import select, text
 from typer.testing import CliRunner
 
 from continuum.cli.main import app
+from continuum.config import ConfigError
 from continuum.pipeline.ingest import ingest_batch
 from continuum.recall.queries import search_messages
-from continuum.security.envelope import key_id_of
+from continuum.security.envelope import key_id_of, seal_with
 from continuum.security.keys import KeyUnavailable, keyring
 from continuum.store.engine import session_scope
 from continuum.store.models import DataKey
@@ -95,9 +96,23 @@ def test_data_rotation_reseals_rows_in_resumable_batches(
     assert marker.encode() not in database
 
     old = {key_id_of(content) for content in _stored()}
-    again = _rotate("--data", "-n", encrypted, "--destroy-retired")
+    again = _rotate("--data", "-n", encrypted)
     assert again["done"] and again["resealed"] == {"messages": 5}
-    assert set(again["retired_keys"]) == old and again["destroyed"] == len(old)
+    assert set(again["retired_keys"]) == old
     assert not {key_id_of(content) for content in _stored()} & old
+
+    refused = runner.invoke(app, ["keys", "rotate", "--destroy-retired", "-n", encrypted])
+    assert isinstance(refused.exception, ConfigError)  # a process may still seal under them
+    straggler = next(iter(old))  # a row sealed under a retired key after the pass went by
+    late = seal_with(keyring.by_id(straggler), "messages.content", f"Late {marker} lantern.")
+    with session_scope() as s:
+        s.execute(text("UPDATE messages SET content = :c WHERE id = 1"), {"c": late})
+        s.execute(text("UPDATE data_keys SET retired_at = retired_at - interval '1 minute'"))
+    gone = _rotate("--destroy-retired", "-n", encrypted)
+    assert (gone["resealed"], gone["destroyed"]) == ({"messages": 1}, len(old))
+    with session_scope() as s:
+        erased = s.scalars(select(DataKey).where(DataKey.id.in_(old))).all()
+    assert all(key.wrapped is None for key in erased)
     keyring.clear()
-    assert len(search_messages(encrypted, marker)) == 5
+    hits = search_messages(encrypted, marker)
+    assert len(hits) == 5 and all(marker in hit.content for hit in hits)  # none forgotten
