@@ -1,6 +1,6 @@
 """Summary quality: the deterministic session summariser scored on the gold set in
 `bench/gold/summaries.json` (precision and recall of topics, decisions and action items, and
-how many action items get the right due date) beside the previous version, whose outputs on
+how many dated action items are found with the right date) beside the previous version, whose outputs on
 the same conversations are frozen in `bench/gold/summaries.baseline.json`.
 
 `python -m bench.summary_bench --freeze` rewrites that file from the current code: run it
@@ -122,22 +122,33 @@ def _turns(conversation: dict[str, Any]) -> list[Any]:
     ]
 
 
-def summarize(conversation: dict[str, Any]) -> dict[str, Any]:
+def vocabulary(gold: list[dict[str, Any]]) -> Any:
+    """The gold set as one tenant's recent turns: its users' words and how many turns use each."""
+    from continuum.capture.topics import Vocabulary
+
+    return Vocabulary(text for c in gold for role, text in c["turns"] if role == "user")
+
+
+def summarize(conversation: dict[str, Any], words: Any) -> dict[str, Any]:
     """What the current summariser makes of one gold conversation."""
     from continuum.capture import summarize_session
 
-    summary = summarize_session(_turns(conversation))
+    summary = summarize_session(_turns(conversation), words)
+    said = datetime.fromisoformat(conversation["at"]).date()
+    due = {item: (when.date() - said).days for item, when in summary.due_at.items()}
     return {
         "summary": summary.summary,
         "topics": summary.topics,
         "decisions": summary.key_decisions,
-        "action_items": [{"text": item, "due_days": None} for item in summary.action_items],
+        "action_items": [
+            {"text": item, "due_days": due.get(item)} for item in summary.action_items
+        ],
     }
 
 
 def score(gold: Iterable[dict[str, Any]], outputs: dict[str, dict[str, Any]]) -> dict[str, float]:
     """Micro-averaged precision and recall (in %) of each field over the gold set, and the
-    share of matched gold action items with a due date whose predicted due date is right."""
+    share of gold action items with a due date that were found with that date."""
     counts = dict.fromkeys(
         ("topics_p", "topics_g", "topics_m", "decisions_p", "decisions_g", "decisions_m",
          "actions_p", "actions_g", "actions_m", "due_g", "due_ok"), 0
@@ -191,7 +202,8 @@ _ROWS = [
 
 def run(urls: dict[str, str], options: Options) -> list[Section]:
     gold = load_gold()
-    ours = score(gold, {c["id"]: summarize(c) for c in gold})
+    words = vocabulary(gold)
+    ours = score(gold, {c["id"]: summarize(c, words) for c in gold})
     frozen = json.loads(BASELINE.read_text())
     before = score(gold, frozen["outputs"])
     section = Section(f"Deterministic session summaries ({len(gold)} gold conversations)")
@@ -205,7 +217,9 @@ def freeze() -> Path:
     revision = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
     ).stdout.strip()
-    outputs = {c["id"]: summarize(c) for c in load_gold()}
+    gold = load_gold()
+    words = vocabulary(gold)
+    outputs = {c["id"]: summarize(c, words) for c in gold}
     BASELINE.write_text(
         json.dumps({"revision": revision, "outputs": outputs}, indent=1, ensure_ascii=False) + "\n"
     )

@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session as DbSession
 from continuum.capture import detect_key_moments, session_snapshot, summarize_session
 from continuum.capture.kinds import KIND_SPECS
 from continuum.capture.models import CaptureTurn, MemoryCandidate, SessionSummary
+from continuum.capture.topics import Vocabulary, topic_slug
 from continuum.config import get_settings
 from continuum.contract.events import ChatMessage, PreCompactionEvent, SessionEndEvent
 from continuum.memory.writer import WriteContext, store_candidates
@@ -30,6 +31,7 @@ from continuum.store.models import Memory, Message, Session
 
 log = logging.getLogger(__name__)
 PERIOD_KEY = "snapshot_period_end"
+VOCABULARY_TURNS = 500  # a summary's topics are weighed against the tenant's latest turns
 
 
 def session_turns(
@@ -197,8 +199,11 @@ def _summary_candidate(summary: SessionSummary, source_ids: list[str]) -> Memory
     return MemoryCandidate(
         kind="conversation_summary",
         content=summary.summary[:1200],
-        tags=[f"session:{summary.session_id}", "source:system"]
-        + [f"topic:{t}" for t in summary.topics],
+        tags=[
+            f"session:{summary.session_id}",
+            "source:system",
+            *dict.fromkeys(f"topic:{topic_slug(t)}" for t in summary.topics),
+        ],
         importance=6,
         confidence=0.8,
         provenance="system",
@@ -206,6 +211,18 @@ def _summary_candidate(summary: SessionSummary, source_ids: list[str]) -> Memory
         trigger="session_end",
         details=details,
     )
+
+
+def tenant_vocabulary(db: DbSession, namespace: str) -> Vocabulary:
+    """The tenant's own vocabulary: its words over its latest stored turns (none for a
+    privacy-mode tenant, whose turns are not stored)."""
+    recent = db.scalars(
+        select(Message.content)
+        .where(Message.namespace == namespace, Message.role.in_(("user", "assistant")))
+        .order_by(Message.created_at.desc())
+        .limit(VOCABULARY_TURNS)
+    )
+    return Vocabulary(recent)
 
 
 def _existing_keys(db: DbSession, namespace: str, keys: set[str]) -> set[str]:
@@ -260,7 +277,7 @@ def finish_session(end: SessionEndEvent, waited_s: float = 0.0) -> SessionEndRes
 def _write_session(
     db: DbSession, session: Session, end: SessionEndEvent, turns: list[CaptureTurn]
 ) -> SessionEndResult:
-    summary = summarize_session(turns)
+    summary = summarize_session(turns, tenant_vocabulary(db, end.namespace))
     ctx = _context(session, end.ended_at)
     summary_ids = store_candidates(
         db, [(ctx, _summary_candidate(summary, [t.message_id for t in turns]))]

@@ -38,6 +38,7 @@ from sqlalchemy import text
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session as DbSession
 
+from continuum.capture.due import due_label
 from continuum.capture.kinds import KINDS, ContextSection, MemoryKind, kind_names
 from continuum.capture.models import DIGEST_KINDS
 from continuum.capture.text import clip, normalize_for_key
@@ -346,6 +347,7 @@ def _task_candidates(
     found = []
     for row in rows:
         content = row.title + (f": {row.description}" if row.description else "")
+        content += f" ({due_label(row.due_at)})" if row.due_at else ""
         candidate = _Candidate(
             source="task",
             ref=f"task:{row.task_id}",

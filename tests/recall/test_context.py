@@ -374,3 +374,13 @@ def test_one_settings_round_trip_per_recall(garden: dict[str, int]) -> None:
     finally:
         event.remove(engine, "before_cursor_execute", record)
     assert sum("set_config" in sql for sql in statements) == 1
+
+
+def test_a_task_shows_when_it_is_due(db: Any) -> None:
+    from continuum.memory.user_tasks import create_task
+
+    create_task("pearl", "Call Hoffmann about the drainage", user_id="jason",
+                due_at=datetime(2026, 11, 27, 9, 0, tzinfo=UTC))  # fmt: skip
+    result = context("pearl", "Hoffmann drainage", 400, user_id="jason", now=NOW)
+    tasks = [item.text for item in result.items if item.section == "Active tasks"]
+    assert tasks == ["- [pending] Call Hoffmann about the drainage (due Fri 27 Nov)"]
