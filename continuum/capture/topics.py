@@ -314,14 +314,15 @@ def content_lemmas(text: str) -> set[str]:
 
 class Vocabulary:
     """How many of a tenant's recent turns use each word (document frequency): a word the
-    tenant uses in many turns says little about any one conversation."""
+    tenant uses in many turns says little about any one conversation. Every word of a turn
+    is counted (no phrase reading: it only has to be cheap and cover the nouns)."""
 
     def __init__(self, texts: Iterable[str] = ()) -> None:
         self.documents = 0
         self.frequency: Counter[str] = Counter()
         for text in texts:
             self.documents += 1
-            self.frequency.update(content_lemmas(text))
+            self.frequency.update({lemma(word) for word in set(_WORD.findall(clean(text).lower()))})
 
     def weight(self, word: str) -> float:
         """Smoothed inverse document frequency; 1 for every word when empty."""

@@ -32,6 +32,7 @@ from continuum.store.models import Memory, Message, Session
 log = logging.getLogger(__name__)
 PERIOD_KEY = "snapshot_period_end"
 VOCABULARY_TURNS = 500  # a summary's topics are weighed against the tenant's latest turns
+VOCABULARY_CHARS = 1000  # of each (a pasted log says little about what the tenant talks about)
 
 
 def session_turns(
@@ -217,7 +218,7 @@ def tenant_vocabulary(db: DbSession, namespace: str) -> Vocabulary:
     """The tenant's own vocabulary: its words over its latest stored turns (none for a
     privacy-mode tenant, whose turns are not stored)."""
     recent = db.scalars(
-        select(Message.content)
+        select(func.left(Message.content, VOCABULARY_CHARS))
         .where(Message.namespace == namespace, Message.role.in_(("user", "assistant")))
         .order_by(Message.created_at.desc())
         .limit(VOCABULARY_TURNS)
