@@ -60,14 +60,15 @@ def _dice(a: set[str], b: set[str]) -> float:
 
 
 def match_items(predicted: list[str], gold: list[str]) -> list[tuple[int, int]]:
-    """(predicted index, gold index) pairs, best overlaps first, each side used once."""
+    """(predicted index, gold index) pairs, best overlaps first (then earlier items), each
+    side used once."""
     pairs = sorted(
         (
             (_dice(content_words(p), content_words(g)), i, j)
             for i, p in enumerate(predicted)
             for j, g in enumerate(gold)
         ),
-        reverse=True,
+        key=lambda pair: (-pair[0], pair[1], pair[2]),
     )
     used_p: set[int] = set()
     used_g: set[int] = set()
