@@ -15,11 +15,15 @@ from typing import Any
 
 
 class FakeLLM:
-    """Set `mode` and `answer`; `requests` records every request body received."""
+    """Set `mode` and `answer` (or queue `answers`, each used once: a dict is sent as JSON, a
+    string as is); `requests` records every request body received. `json_schema=False` makes
+    it refuse `response_format: json_schema` with a 400, as servers without it do."""
 
     def __init__(self) -> None:
         self.mode = "good"  # good | slow | drip | error500 | error429 | not_json | bad_shape
         self.answer: dict[str, Any] = {}
+        self.answers: list[dict[str, Any] | str] = []
+        self.json_schema = True
         self.delay_s = 0.0
         self.requests: list[dict[str, Any]] = []
         self.url = ""
@@ -48,7 +52,10 @@ def _handler(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
 
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length", 0))
-            fake.requests.append(json.loads(self.rfile.read(length)))
+            request = json.loads(self.rfile.read(length))
+            fake.requests.append(request)
+            if not fake.json_schema and request["response_format"]["type"] == "json_schema":
+                return self._send(400, b'{"error": "response_format json_schema unsupported"}')
             if fake.mode == "slow":
                 time.sleep(fake.delay_s)
             if fake.mode == "drip":  # a good answer, one byte every delay_s: no read times out
@@ -67,9 +74,10 @@ def _handler(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
                 return self._send(429, b'{"error": "rate limited"}')
             if fake.mode == "bad_shape":
                 return self._send(200, b'{"unexpected": true}')
-            content = (
-                "I think the answer is yes" if fake.mode == "not_json" else json.dumps(fake.answer)
-            )
+            answer: dict[str, Any] | str = fake.answers.pop(0) if fake.answers else fake.answer
+            content = answer if isinstance(answer, str) else json.dumps(answer)
+            if fake.mode == "not_json":
+                content = "I think the answer is yes"
             return self._send(200, json.dumps(fake.completion(content)).encode())
 
     return Handler
