@@ -37,7 +37,8 @@ COUNTER_HELP = {
     metrics.MEMORIES_STORED: "Memories stored by capture and extraction.",
     metrics.LLM_CALLS: "Calls to the LLM endpoint.",
     metrics.LLM_FALLBACKS: "LLM failures answered by the deterministic path.",
-    metrics.LLM_BAD_OUTPUT: "LLM answers that could not be parsed (nothing stored).",
+    metrics.LLM_BAD_OUTPUT: "LLM answers still invalid after their repair (nothing stored).",
+    metrics.LLM_REPAIRS: "Invalid LLM answers sent back once with their validation error.",
     metrics.DEAD_LETTERS: "Messages moved to the dead-letter store.",
 }
 

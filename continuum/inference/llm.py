@@ -7,8 +7,8 @@ plain `json_object` mode, and the client keeps using that mode
 (`CONTINUUM_LLM_RESPONSE_FORMAT=auto`; `json_schema` or `json_object` fix the mode).
 
 Failures are classified: `LLMUnavailable` (timeouts, connection errors, 429 and 5xx: retry
-later) and `LLMBadOutput` (unparseable or off-schema answers: nothing is stored from them).
-Callers always have the deterministic path to fall back on.
+later) and `LLMBadOutput` (unparseable or off-schema answers, after one repair attempt:
+nothing is stored from them). Callers always have the deterministic path to fall back on.
 """
 
 from __future__ import annotations
@@ -27,11 +27,17 @@ from pydantic import BaseModel, ValidationError
 
 from continuum.config import get_settings
 from continuum.inference.prompts.base import Prompt
+from continuum.store import metrics
 
 log = logging.getLogger(__name__)
 T = TypeVar("T", bound=BaseModel)
 ResponseFormat = Literal["auto", "json_schema", "json_object"]
 SCHEMA_REFUSED = (400, 422)  # how servers without json_schema support answer it
+REPAIR = (
+    "Your answer is not valid: {error}\nAnswer again with only the corrected JSON object "
+    "matching the schema."
+)
+MAX_ECHOED_CHARS = 2000  # of the invalid answer and of its error, sent back for the repair
 
 
 class LLMError(RuntimeError):
@@ -54,6 +60,13 @@ def _extract_json(content: str) -> object:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise LLMBadOutput(f"answer is not JSON: {exc}; got {content[:200]!r}") from exc
+
+
+def _parse(prompt: Prompt[T], content: str) -> T:
+    try:
+        return prompt.parse(_extract_json(content))
+    except ValidationError as exc:
+        raise LLMBadOutput(f"answer does not match the schema: {exc}") from exc
 
 
 class OpenAICompatibleLLM:
@@ -129,14 +142,22 @@ class OpenAICompatibleLLM:
             raise LLMBadOutput(f"not a chat completion: {response.text[:200]!r}") from exc
 
     def ask(self, prompt: Prompt[T], lines: Sequence[str], context: str = "") -> T:
-        """Send `prompt` about the conversation `lines` and validate the answer, all within
-        one deadline of `timeout_s`."""
+        """Send `prompt` about the conversation `lines` and validate the answer. An answer
+        that is not valid JSON of the schema gets one repair: the model sees its answer and
+        the validation error and answers again; still invalid, `LLMBadOutput` (the caller
+        falls back to the deterministic path). All within one deadline of `timeout_s`."""
         deadline = time.monotonic() + self.timeout_s
-        content = self._complete(prompt, prompt.messages(lines, context), deadline)
+        messages = prompt.messages(lines, context)
+        content = self._complete(prompt, messages, deadline)
         try:
-            return prompt.parse(_extract_json(content))
-        except ValidationError as exc:
-            raise LLMBadOutput(f"answer does not match the schema: {exc}") from exc
+            return _parse(prompt, content)
+        except LLMBadOutput as exc:
+            metrics.incr(metrics.LLM_REPAIRS)
+            repair = [
+                {"role": "assistant", "content": content[:MAX_ECHOED_CHARS]},
+                {"role": "user", "content": REPAIR.format(error=str(exc)[:MAX_ECHOED_CHARS])},
+            ]
+        return _parse(prompt, self._complete(prompt, messages + repair, deadline))
 
     def close(self) -> None:
         self._client.close()

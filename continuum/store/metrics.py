@@ -15,6 +15,7 @@ MEMORIES_STORED = "memories_stored"
 LLM_CALLS = "llm_calls"
 LLM_FALLBACKS = "llm_fallbacks"
 LLM_BAD_OUTPUT = "llm_bad_output"
+LLM_REPAIRS = "llm_repairs"
 DEAD_LETTERS = "dead_letters"
 
 

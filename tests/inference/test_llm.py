@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -124,6 +125,32 @@ def test_wrong_schema_is_bad_output(fake: FakeLLM) -> None:
     fake.answer = {"category": "x", "importance": 42, "memories": []}
     with pytest.raises(LLMBadOutput, match="does not match the schema"):
         llm_for(fake).ask(JUDGE, LINES)
+
+
+def test_an_invalid_answer_is_repaired_once(db: Any, fake: FakeLLM) -> None:
+    """The model sees its invalid answer and the validation error, and answers again."""
+    invalid = {**VERDICT, "importance": 42}
+    fake.answers = [invalid, VERDICT]
+    repairs = metrics.snapshot().get(metrics.LLM_REPAIRS, 0)
+    assert llm_for(fake).ask(JUDGE, LINES).importance == 8
+    first, second = fake.requests
+    assert second["messages"][:2] == first["messages"]
+    answer, repair = second["messages"][2:]
+    assert answer == {"role": "assistant", "content": json.dumps(invalid)}
+    assert repair["role"] == "user" and "importance" in repair["content"]
+    assert "less than or equal to 10" in repair["content"]
+    assert metrics.snapshot()[metrics.LLM_REPAIRS] == repairs + 1
+
+
+def test_a_failed_repair_falls_back_to_the_deterministic_path(db: Any, fake: FakeLLM) -> None:
+    ingest_batch(CHUNK)
+    fake.answers = ["I think the answer is yes", {**VERDICT, "memories": "none"}]
+    result = extract_chunk("pearl", "voice-1", ["m0", "m1", "m2"], llm=llm_for(fake))
+    assert result.llm_status == "bad_output" and len(fake.requests) == 2
+    assert "not JSON" in fake.requests[1]["messages"][-1]["content"]
+    assert stored("llm_chunk") == [] and result.deterministic >= 1
+    counters = metrics.snapshot()
+    assert (counters[metrics.LLM_REPAIRS], counters[metrics.LLM_BAD_OUTPUT]) == (1, 1)
 
 
 def test_unreachable_endpoint_is_unavailable() -> None:
