@@ -19,7 +19,7 @@ TEST_HOME = ROOT / (f".continuum-test-{SLOT}" if SLOT else ".continuum-test")
 TEST_DATABASE = "continuum_test"
 TABLES = (
     "sessions, messages, cron_reports, transcript_cursors, sync_problems, memories, tasks, memory_log, "
-    "dead_letters, processed_events, system_state, maintenance_runs, api_tokens"
+    "dead_letters, processed_events, system_state, maintenance_runs, api_tokens, llm_calls"
 )
 
 os.environ["CONTINUUM_HOME"] = str(TEST_HOME)

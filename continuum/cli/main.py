@@ -26,6 +26,7 @@ from continuum.cli import (
     sessions,
     status,
     sync,
+    usage,
 )
 from continuum.cli.common import print_error
 
@@ -43,6 +44,7 @@ for module in (
     memory,
     api,
     runtimes,
+    usage,
 ):
     app.add_typer(module.app)
 

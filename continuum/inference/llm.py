@@ -7,8 +7,10 @@ plain `json_object` mode, and the client keeps using that mode
 (`CONTINUUM_LLM_RESPONSE_FORMAT=auto`; `json_schema` or `json_object` fix the mode).
 
 Failures are classified: `LLMUnavailable` (timeouts, connection errors, 429 and 5xx: retry
-later) and `LLMBadOutput` (unparseable or off-schema answers, after one repair attempt:
-nothing is stored from them). Callers always have the deterministic path to fall back on.
+later), `LLMBadOutput` (unparseable or off-schema answers, after one repair attempt:
+nothing is stored from them) and `LLMOverBudget` (the tenant's daily token budget is spent:
+no call). Callers always have the deterministic path to fall back on. Every call is
+recorded per tenant with its tokens, latency and outcome (`continuum.inference.usage`).
 """
 
 from __future__ import annotations
@@ -26,7 +28,9 @@ import httpx
 from pydantic import BaseModel, ValidationError
 
 from continuum.config import get_settings
+from continuum.inference import usage
 from continuum.inference.prompts.base import Prompt
+from continuum.inference.tokenizer import count_tokens
 from continuum.store import metrics
 
 log = logging.getLogger(__name__)
@@ -48,8 +52,16 @@ class LLMUnavailable(LLMError):
     """Timeout, connection failure, 429 or 5xx: worth retrying later."""
 
 
+class LLMTimeout(LLMUnavailable):
+    """No complete answer within the call's deadline."""
+
+
 class LLMBadOutput(LLMError):
     """The answer was not the JSON we asked for: do not store anything from it."""
+
+
+class LLMOverBudget(LLMError):
+    """The tenant's daily token budget is spent: no call was made."""
 
 
 def _extract_json(content: str) -> object:
@@ -67,6 +79,18 @@ def _parse(prompt: Prompt[T], content: str) -> T:
         return prompt.parse(_extract_json(content))
     except ValidationError as exc:
         raise LLMBadOutput(f"answer does not match the schema: {exc}") from exc
+
+
+def _count_tokens(
+    call: usage.CallRecord, reported: object, messages: list[dict[str, str]], content: str
+) -> None:
+    """Add a request's tokens: as the endpoint reports them, else estimated."""
+    if isinstance(reported, dict):
+        call.prompt_tokens += int(reported.get("prompt_tokens") or 0)
+        call.completion_tokens += int(reported.get("completion_tokens") or 0)
+        return
+    call.prompt_tokens += sum(count_tokens(m["content"]) for m in messages)
+    call.completion_tokens += count_tokens(content)
 
 
 class OpenAICompatibleLLM:
@@ -105,18 +129,26 @@ class OpenAICompatibleLLM:
         except FutureTimeout:
             stale, self._client = self._client, self._new_client()
             stale.close()
-            raise LLMUnavailable(
+            raise LLMTimeout(
                 f"no complete answer within {self.timeout_s:g}s (CONTINUUM_LLM_TIMEOUT_S)"
             ) from None
-        except httpx.HTTPError as exc:  # timeouts, refused connections, resets
+        except httpx.TimeoutException as exc:
+            raise LLMTimeout(f"LLM endpoint timed out: {exc!r}") from exc
+        except httpx.HTTPError as exc:  # refused connections, resets
             raise LLMUnavailable(f"LLM endpoint unreachable: {exc!r}") from exc
 
     def _complete(
-        self, prompt: Prompt[Any], messages: list[dict[str, str]], deadline: float
+        self,
+        prompt: Prompt[Any],
+        messages: list[dict[str, str]],
+        deadline: float,
+        call: usage.CallRecord,
     ) -> str:
-        """One chat completion's text, in json_schema mode unless the endpoint refused it."""
+        """One chat completion's text, in json_schema mode unless the endpoint refused it;
+        its requests and tokens are added to `call`."""
         while True:
             json_schema = self._json_schema
+            call.requests += 1
             response = self._post(
                 {
                     "model": self.model,
@@ -137,27 +169,69 @@ class OpenAICompatibleLLM:
         if response.status_code >= 400:
             raise LLMBadOutput(f"LLM endpoint refused the request: {response.status_code}")
         try:
-            return str(response.json()["choices"][0]["message"]["content"])
+            data = response.json()
+            content = str(data["choices"][0]["message"]["content"])
         except (ValueError, KeyError, IndexError, TypeError) as exc:
             raise LLMBadOutput(f"not a chat completion: {response.text[:200]!r}") from exc
+        _count_tokens(call, data.get("usage"), messages, content)
+        return content
 
-    def ask(self, prompt: Prompt[T], lines: Sequence[str], context: str = "") -> T:
-        """Send `prompt` about the conversation `lines` and validate the answer. An answer
-        that is not valid JSON of the schema gets one repair: the model sees its answer and
-        the validation error and answers again; still invalid, `LLMBadOutput` (the caller
-        falls back to the deterministic path). All within one deadline of `timeout_s`."""
-        deadline = time.monotonic() + self.timeout_s
-        messages = prompt.messages(lines, context)
-        content = self._complete(prompt, messages, deadline)
+    def ask(
+        self,
+        prompt: Prompt[T],
+        lines: Sequence[str],
+        *,
+        namespace: str,
+        session_id: str | None = None,
+        context: str = "",
+    ) -> T:
+        """Send `prompt` about the conversation `lines` for tenant `namespace` and validate
+        the answer. An answer that is not valid JSON of the schema gets one repair: the model
+        sees its answer and the validation error and answers again; still invalid,
+        `LLMBadOutput` (the caller falls back to the deterministic path). All within one
+        deadline of `timeout_s`; every call is recorded (`continuum.inference.usage`).
+        Raises `LLMOverBudget`, without calling, once the tenant's daily budget is spent."""
+        if usage.over_budget(namespace):
+            metrics.incr(metrics.LLM_BUDGET_SKIPS)
+            raise LLMOverBudget(f"{namespace} spent its daily LLM token budget")
+        call = usage.CallRecord(namespace, session_id, self.model, prompt.name, prompt.version)
+        started = time.monotonic()
         try:
-            return _parse(prompt, content)
+            return self._ask(prompt, prompt.messages(lines, context), started, call)
+        except LLMError as exc:
+            if isinstance(exc, LLMTimeout):
+                call.outcome = "timeout"
+            call.error = str(exc)[:MAX_ECHOED_CHARS]
+            raise
+        finally:
+            call.latency_ms = round((time.monotonic() - started) * 1000)
+            usage.record(call)
+
+    def _ask(
+        self,
+        prompt: Prompt[T],
+        messages: list[dict[str, str]],
+        started: float,
+        call: usage.CallRecord,
+    ) -> T:
+        deadline = started + self.timeout_s
+        content = self._complete(prompt, messages, deadline, call)
+        try:
+            answer = _parse(prompt, content)
         except LLMBadOutput as exc:
             metrics.incr(metrics.LLM_REPAIRS)
             repair = [
                 {"role": "assistant", "content": content[:MAX_ECHOED_CHARS]},
                 {"role": "user", "content": REPAIR.format(error=str(exc)[:MAX_ECHOED_CHARS])},
             ]
-        return _parse(prompt, self._complete(prompt, messages + repair, deadline))
+        else:
+            call.outcome = "ok"
+            return answer
+        content = self._complete(prompt, messages + repair, deadline, call)
+        call.outcome = "fallback"
+        answer = _parse(prompt, content)
+        call.outcome = "repaired"
+        return answer
 
     def close(self) -> None:
         self._client.close()

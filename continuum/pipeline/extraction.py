@@ -5,7 +5,7 @@ LLM endpoint is configured it also judges the chunk (category + importance; stor
 ≥ 5) and proposes compact memories. LLM failures never lose the chunk: an unavailable
 endpoint raises `LLMUnavailable` after the deterministic memories are stored, so the task
 retries the LLM part later (idempotent keys make the rerun harmless); an unusable answer
-stores nothing from the LLM.
+stores nothing from the LLM, and neither does a tenant past its daily token budget.
 """
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ from sqlalchemy import select
 from continuum.capture import STORE_THRESHOLD
 from continuum.capture.models import CaptureTurn, MemoryCandidate
 from continuum.capture.topics import topic_slug
-from continuum.inference.llm import LLMBadOutput, LLMUnavailable, OpenAICompatibleLLM
+from continuum.inference.llm import LLMBadOutput, LLMOverBudget, OpenAICompatibleLLM
 from continuum.inference.prompts import chunk
+from continuum.inference.prompts.base import numbered_lines
 from continuum.memory.writer import WriteContext, store_candidates
 from continuum.pipeline.sessions import key_moments
 from continuum.pipeline.turns import from_message
@@ -32,7 +33,7 @@ class ExtractResult:
     messages: int = 0
     deterministic: int = 0
     llm: int = 0
-    llm_status: str = "off"  # off | stored | below_threshold | bad_output
+    llm_status: str = "off"  # off | stored | below_threshold | bad_output | over_budget
 
 
 def load_turns(namespace: str, session_id: str, message_ids: list[str]) -> list[CaptureTurn]:
@@ -50,14 +51,16 @@ def load_turns(namespace: str, session_id: str, message_ids: list[str]) -> list[
         return [from_message(row) for row in rows]
 
 
-def llm_candidates(llm: OpenAICompatibleLLM, turns: list[CaptureTurn]) -> list[MemoryCandidate]:
+def llm_candidates(
+    llm: OpenAICompatibleLLM, namespace: str, turns: list[CaptureTurn]
+) -> list[MemoryCandidate]:
     """Judge and extract with the LLM; [] when the chunk is below the storing threshold."""
-    lines = [
-        f"[{n}] {t.created_at:%Y-%m-%d %H:%M} {t.role}: {t.content[:2000]}"
-        for n, t in enumerate(turns)
-    ]
-    metrics.incr(metrics.LLM_CALLS)
-    verdict = llm.ask(chunk.PROMPT, lines)
+    verdict = llm.ask(
+        chunk.PROMPT,
+        numbered_lines(turns),
+        namespace=namespace,
+        session_id=turns[0].session_id,
+    )
     if verdict.importance < STORE_THRESHOLD:
         return []
     candidates = []
@@ -105,13 +108,12 @@ def extract_chunk(
     if llm is None:
         return result
     try:
-        from_llm = llm_candidates(llm, turns)
-    except LLMUnavailable:
-        metrics.incr(metrics.LLM_FALLBACKS)
-        raise
+        from_llm = llm_candidates(llm, namespace, turns)
     except LLMBadOutput:
-        metrics.incr(metrics.LLM_BAD_OUTPUT)
         result.llm_status = "bad_output"
+        return result
+    except LLMOverBudget:
+        result.llm_status = "over_budget"
         return result
     if not from_llm:
         result.llm_status = "below_threshold"

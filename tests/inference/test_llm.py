@@ -36,7 +36,8 @@ VERDICT = {
 
 
 @pytest.fixture
-def fake() -> Iterator[FakeLLM]:
+def fake(db: Any) -> Iterator[FakeLLM]:
+    """The fake endpoint, on a clean database and Redis (every call is recorded there)."""
     with fake_llm_server() as server:
         server.answer = VERDICT
         yield server
@@ -52,7 +53,7 @@ LINES = ["[0] 2026-11-21 09:30 user: hello"]
 
 
 def test_good_answer_is_validated(fake: FakeLLM) -> None:
-    verdict = llm_for(fake).ask(JUDGE, LINES)
+    verdict = llm_for(fake).ask(JUDGE, LINES, namespace="pearl")
     assert verdict.importance == 8 and len(verdict.memories) == 3
     request = fake.requests[0]
     assert request["model"] == "fake-model" and request["temperature"] == 0
@@ -77,18 +78,18 @@ def test_an_endpoint_without_json_schema_gets_plain_json(fake: FakeLLM) -> None:
     client stays in that mode."""
     fake.json_schema = False
     llm = llm_for(fake)
-    assert llm.ask(JUDGE, LINES).importance == 8
-    assert llm.ask(JUDGE, LINES).importance == 8
+    assert llm.ask(JUDGE, LINES, namespace="pearl").importance == 8
+    assert llm.ask(JUDGE, LINES, namespace="pearl").importance == 8
     formats = [r["response_format"]["type"] for r in fake.requests]
     assert formats == ["json_schema", "json_object", "json_object"]
 
 
 def test_the_response_format_can_be_fixed(fake: FakeLLM) -> None:
-    llm_for(fake, response_format="json_object").ask(JUDGE, LINES)
+    llm_for(fake, response_format="json_object").ask(JUDGE, LINES, namespace="pearl")
     assert fake.requests[-1]["response_format"] == {"type": "json_object"}
     fake.json_schema = False
     with pytest.raises(LLMBadOutput, match="refused the request: 400"):
-        llm_for(fake, response_format="json_schema").ask(JUDGE, LINES)
+        llm_for(fake, response_format="json_schema").ask(JUDGE, LINES, namespace="pearl")
 
 
 @pytest.mark.parametrize(
@@ -104,7 +105,7 @@ def test_the_response_format_can_be_fixed(fake: FakeLLM) -> None:
 def test_failures_are_classified(fake: FakeLLM, mode: str, error: type, message: str) -> None:
     fake.mode, fake.delay_s = mode, 2.0
     with pytest.raises(error, match=message):
-        llm_for(fake, timeout_s=0.5).ask(JUDGE, LINES)
+        llm_for(fake, timeout_s=0.5).ask(JUDGE, LINES, namespace="pearl")
 
 
 def test_the_timeout_is_a_deadline_for_the_whole_answer(fake: FakeLLM) -> None:
@@ -115,16 +116,16 @@ def test_the_timeout_is_a_deadline_for_the_whole_answer(fake: FakeLLM) -> None:
     llm = llm_for(fake, timeout_s=1.0)
     started = time.monotonic()
     with pytest.raises(LLMUnavailable, match="no complete answer within 1s"):
-        llm.ask(JUDGE, LINES)
+        llm.ask(JUDGE, LINES, namespace="pearl")
     assert time.monotonic() - started < 1.5
     fake.mode = "good"  # the next call works on a fresh connection
-    assert llm.ask(JUDGE, LINES).importance == 7
+    assert llm.ask(JUDGE, LINES, namespace="pearl").importance == 7
 
 
 def test_wrong_schema_is_bad_output(fake: FakeLLM) -> None:
     fake.answer = {"category": "x", "importance": 42, "memories": []}
     with pytest.raises(LLMBadOutput, match="does not match the schema"):
-        llm_for(fake).ask(JUDGE, LINES)
+        llm_for(fake).ask(JUDGE, LINES, namespace="pearl")
 
 
 def test_an_invalid_answer_is_repaired_once(db: Any, fake: FakeLLM) -> None:
@@ -132,7 +133,7 @@ def test_an_invalid_answer_is_repaired_once(db: Any, fake: FakeLLM) -> None:
     invalid = {**VERDICT, "importance": 42}
     fake.answers = [invalid, VERDICT]
     repairs = metrics.snapshot().get(metrics.LLM_REPAIRS, 0)
-    assert llm_for(fake).ask(JUDGE, LINES).importance == 8
+    assert llm_for(fake).ask(JUDGE, LINES, namespace="pearl").importance == 8
     first, second = fake.requests
     assert second["messages"][:2] == first["messages"]
     answer, repair = second["messages"][2:]
@@ -153,10 +154,10 @@ def test_a_failed_repair_falls_back_to_the_deterministic_path(db: Any, fake: Fak
     assert (counters[metrics.LLM_REPAIRS], counters[metrics.LLM_BAD_OUTPUT]) == (1, 1)
 
 
-def test_unreachable_endpoint_is_unavailable() -> None:
+def test_unreachable_endpoint_is_unavailable(db: Any) -> None:
     llm = OpenAICompatibleLLM("http://127.0.0.1:9/v1", "m", timeout_s=0.5)
     with pytest.raises(LLMUnavailable):
-        llm.ask(JUDGE, LINES)
+        llm.ask(JUDGE, LINES, namespace="pearl")
 
 
 CHUNK = [
