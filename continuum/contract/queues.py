@@ -18,6 +18,7 @@ EXTRACT_CHUNK = "continuum.extract_chunk"
 SYNC_TRANSCRIPTS = "continuum.sync_transcripts"
 RUN_MAINTENANCE = "continuum.run_maintenance"
 FINISH_SESSION = "continuum.finish_session"
+SUMMARIZE_SESSION = "continuum.summarize_session"
 SWEEP_IDLE = "continuum.sweep_idle"
 NARRATIVE_APPEND = "continuum.narrative_append"
 REDELIVER_EVENTS = "continuum.redeliver_events"
@@ -31,6 +32,7 @@ TASK_QUEUES: dict[str, str] = {
     EXTRACT_CHUNK: EXTRACT,
     SYNC_TRANSCRIPTS: MAINTENANCE,
     FINISH_SESSION: EXTRACT,
+    SUMMARIZE_SESSION: EXTRACT,
     SWEEP_IDLE: MAINTENANCE,
     NARRATIVE_APPEND: NARRATIVE,
     RUN_MAINTENANCE: MAINTENANCE,
