@@ -15,10 +15,10 @@ from workers.base import ReliableTask, TransientError
 
 @app.task(name=EXTRACT_CHUNK, base=ReliableTask, bind=True)
 def extract_chunk_task(
-    self: ReliableTask, namespace: str, session_id: str, message_ids: list[str]
+    self: ReliableTask, namespace: str, session_id: str, message_ids: list[str], live: bool = False
 ) -> dict[str, Any]:
     try:
-        result = extract_chunk(namespace, session_id, message_ids, llm=get_llm())
+        result = extract_chunk(namespace, session_id, message_ids, llm=get_llm(), live=live)
     except LLMUnavailable as exc:
         # Deterministic memories are stored; retry only buys the LLM's (idempotent) extras.
         raise TransientError(str(exc)) from exc

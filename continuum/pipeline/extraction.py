@@ -1,8 +1,12 @@
-"""The `extract` stage: memories from a chunk of stored messages (R60, R61, R62).
+"""The `extract` stage: memories from a chunk of messages (R60, R61, R62).
 
-Deterministic key-moment detection always runs (it is the fallback and the baseline). When an
-LLM endpoint is configured it also judges the chunk (category + importance; stored only if
-≥ 5) and proposes compact memories. LLM failures never lose the chunk: an unavailable
+A synced chunk gets deterministic key-moment detection first (the fallback and the
+baseline); a live chunk (evented turns, `continuum.pipeline.live_chunks`) had it turn by turn
+at ingest. When an LLM endpoint is configured it also judges the chunk (category +
+importance; stored only if ≥ 5) and proposes compact memories; for a live chunk those that
+deterministic capture already stored (same kind from the same message, or a key stored
+during the session) are skipped. A privacy-mode tenant's chunk is read from the Redis
+transcript buffer. LLM failures never lose the chunk: an unavailable
 endpoint raises `LLMUnavailable` after the deterministic memories are stored, so the task
 retries the LLM part later (idempotent keys make the rerun harmless); an unusable answer
 stores nothing from the LLM, and neither does a tenant past its daily token budget.
@@ -17,15 +21,16 @@ from sqlalchemy import select
 from continuum.capture import STORE_THRESHOLD
 from continuum.capture.models import CaptureTurn, MemoryCandidate
 from continuum.capture.topics import topic_slug
+from continuum.config import get_settings
 from continuum.inference.llm import LLMBadOutput, LLMOverBudget, OpenAICompatibleLLM
 from continuum.inference.prompts import chunk
 from continuum.inference.prompts.base import numbered_lines
 from continuum.memory.writer import WriteContext, store_candidates
-from continuum.pipeline.sessions import key_moments
+from continuum.pipeline.sessions import captured_sources, key_moments, session_turns
 from continuum.pipeline.turns import from_message
-from continuum.store import metrics
+from continuum.store import ephemeral, metrics
 from continuum.store.engine import session_scope
-from continuum.store.models import Message
+from continuum.store.models import Message, Session
 
 
 @dataclass
@@ -33,11 +38,26 @@ class ExtractResult:
     messages: int = 0
     deterministic: int = 0
     llm: int = 0
-    llm_status: str = "off"  # off | stored | below_threshold | bad_output | over_budget
+    # off | stored | below_threshold | already_captured | bad_output | over_budget
+    llm_status: str = "off"
+    already_captured: int = 0  # LLM memories of a live chunk that capture had stored
 
 
 def load_turns(namespace: str, session_id: str, message_ids: list[str]) -> list[CaptureTurn]:
+    """The chunk's user/assistant turns in time order (privacy mode: from the buffer)."""
     with session_scope() as db:
+        if get_settings().is_private(namespace):
+            session = db.scalar(
+                select(Session).where(
+                    Session.namespace == namespace, Session.session_id == session_id
+                )
+            )
+            owner = {"user_id": session.user_id, "channel": session.channel} if session else {}
+            return [
+                t.model_copy(update=owner)
+                for t in session_turns(db, namespace, session_id)
+                if t.message_id in message_ids
+            ]
         rows = db.scalars(
             select(Message)
             .where(
@@ -85,22 +105,38 @@ def llm_candidates(
     return candidates
 
 
+def _not_captured(
+    namespace: str, session_id: str, candidates: list[MemoryCandidate]
+) -> list[MemoryCandidate]:
+    """The candidates deterministic capture has not stored during the session."""
+    with session_scope() as db:
+        captured = captured_sources(db, namespace, session_id)
+    taken = ephemeral.stored_keys(namespace, session_id)
+    return [
+        c
+        for c in candidates
+        if not any((c.kind, m) in captured for m in c.source_message_ids)
+        and not (c.key and c.key.lower() in taken)
+    ]
+
+
 def extract_chunk(
     namespace: str,
     session_id: str,
     message_ids: list[str],
     llm: OpenAICompatibleLLM | None = None,
-    deterministic: bool = True,
+    live: bool = False,
 ) -> ExtractResult:
-    """Store memories for one chunk. Raises LLMUnavailable (after storing the deterministic
-    memories) when the LLM should be retried later."""
+    """Store memories for one chunk (`live`: evented turns, captured at ingest already).
+    Raises LLMUnavailable (after storing the deterministic memories) when the LLM should be
+    retried later."""
     turns = load_turns(namespace, session_id, message_ids)
     result = ExtractResult(messages=len(turns))
     if not turns:
         return result
     first, last = turns[0], turns[-1]
     ctx = WriteContext(namespace, session_id, first.user_id, first.channel, last.created_at)
-    if deterministic:
+    if not live:
         with session_scope() as db:
             stored = store_candidates(db, [(ctx, c) for c in key_moments(turns, "chunk")])
         result.deterministic = len(stored)
@@ -115,8 +151,12 @@ def extract_chunk(
     except LLMOverBudget:
         result.llm_status = "over_budget"
         return result
+    if live:
+        fresh = _not_captured(namespace, session_id, from_llm)
+        result.already_captured = len(from_llm) - len(fresh)
+        from_llm = fresh
     if not from_llm:
-        result.llm_status = "below_threshold"
+        result.llm_status = "already_captured" if result.already_captured else "below_threshold"
         return result
     with session_scope() as db:
         result.llm = len(store_candidates(db, [(ctx, c) for c in from_llm]))

@@ -239,7 +239,7 @@ def _existing_keys(db: DbSession, namespace: str, keys: set[str]) -> set[str]:
     return set(rows)
 
 
-def _captured(db: DbSession, namespace: str, session_id: str) -> set[tuple[str, str]]:
+def captured_sources(db: DbSession, namespace: str, session_id: str) -> set[tuple[str, str]]:
     """(kind, source message id) of every memory already captured from this session."""
     rows = db.execute(
         select(Memory.kind, func.unnest(Memory.source_message_ids)).where(
@@ -285,7 +285,7 @@ def _write_session(
     )
     # R45: never update existing memories here; skip keys that exist or were stored live.
     taken = ephemeral.stored_keys(end.namespace, end.session_id)
-    captured = _captured(db, end.namespace, end.session_id)
+    captured = captured_sources(db, end.namespace, end.session_id)
     candidates = [
         c
         for c in key_moments(turns, "session_end")

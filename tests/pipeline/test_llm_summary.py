@@ -141,4 +141,4 @@ def test_session_end_is_followed_by_the_llm_summary_on_the_worker(
     finally:
         get_llm.cache_clear()
     assert summaries()[1].content == ANSWER["summary"]
-    assert outcomes() == [("session_summary", "ok")]
+    assert ("session_summary", "ok") in outcomes()  # beside the live chunk's judge (fallback)

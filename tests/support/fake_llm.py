@@ -17,7 +17,7 @@ from typing import Any
 
 class FakeLLM:
     """Set `mode` and `answer` (or queue `answers`, each used once: a dict is sent as JSON, a
-    string as is); `requests` records every request body received and `usages` the token
+    string as is; or `by_prompt`, the answer to each prompt name in json_schema mode); `requests` records every request body received and `usages` the token
     usage reported with each answer (a token per 4 characters). `json_schema=False` makes it
     refuse `response_format: json_schema` with a 400, as servers without it do."""
 
@@ -25,6 +25,7 @@ class FakeLLM:
         self.mode = "good"  # good | slow | drip | error500 | error429 | not_json | bad_shape
         self.answer: dict[str, Any] = {}
         self.answers: list[dict[str, Any] | str] = []
+        self.by_prompt: dict[str, dict[str, Any]] = {}
         self.json_schema = True
         self.delay_s = 0.0
         self.requests: list[dict[str, Any]] = []
@@ -84,6 +85,8 @@ def _handler(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
             if fake.mode == "bad_shape":
                 return self._send(200, b'{"unexpected": true}')
             answer: dict[str, Any] | str = fake.answers.pop(0) if fake.answers else fake.answer
+            prompt = request["response_format"].get("json_schema", {}).get("name")
+            answer = fake.by_prompt.get(prompt, answer)
             content = answer if isinstance(answer, str) else json.dumps(answer)
             if fake.mode == "not_json":
                 content = "I think the answer is yes"
