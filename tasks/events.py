@@ -10,6 +10,7 @@ from continuum.contract import ledger
 from continuum.contract.client import MemoryClient
 from continuum.contract.dispatch import producer, send
 from continuum.contract.queues import (
+    COMPACTION_TAKEAWAYS,
     EXTRACT_CHUNK,
     FINISH_SESSION,
     INGEST_EVENTS,
@@ -37,6 +38,8 @@ def ingest_events(self: IngestTask, payloads: list[Any]) -> dict[str, Any]:
         schedule_embedding()
     for chunk in result.chunks:  # before the session ends: a private buffer is cleared then
         send(EXTRACT_CHUNK, chunk.namespace, chunk.session_id, chunk.message_ids, True)
+    for payload in result.compactions:
+        send(COMPACTION_TAKEAWAYS, payload)
     for payload in result.finish:
         send(FINISH_SESSION, payload)
     return asdict(result)

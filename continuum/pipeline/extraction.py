@@ -6,7 +6,8 @@ at ingest. When an LLM endpoint is configured it also judges the chunk (category
 importance; stored only if ≥ 5) and proposes compact memories; for a live chunk those that
 deterministic capture already stored (same kind from the same message, or a key stored
 during the session) are skipped. A privacy-mode tenant's chunk is read from the Redis
-transcript buffer. LLM failures never lose the chunk: an unavailable
+transcript buffer. A pre-compaction dump gets the LLM's takeaways the same way, as a
+follow-up of the deterministic dump that ingest stored. LLM failures never lose the chunk: an unavailable
 endpoint raises `LLMUnavailable` after the deterministic memories are stored, so the task
 retries the LLM part later (idempotent keys make the rerun harmless); an unusable answer
 stores nothing from the LLM, and neither does a tenant past its daily token budget.
@@ -14,7 +15,9 @@ stores nothing from the LLM, and neither does a tenant past its daily token budg
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import select
 
@@ -22,11 +25,17 @@ from continuum.capture import STORE_THRESHOLD
 from continuum.capture.models import CaptureTurn, MemoryCandidate
 from continuum.capture.topics import topic_slug
 from continuum.config import get_settings
+from continuum.contract.events import PreCompactionEvent
 from continuum.inference.llm import LLMBadOutput, LLMOverBudget, OpenAICompatibleLLM
-from continuum.inference.prompts import chunk
+from continuum.inference.prompts import chunk, takeaways
 from continuum.inference.prompts.base import numbered_lines
 from continuum.memory.writer import WriteContext, store_candidates
-from continuum.pipeline.sessions import captured_sources, key_moments, session_turns
+from continuum.pipeline.sessions import (
+    captured_sources,
+    compaction_turns,
+    key_moments,
+    session_turns,
+)
 from continuum.pipeline.turns import from_message
 from continuum.store import ephemeral, metrics
 from continuum.store.engine import session_scope
@@ -38,7 +47,7 @@ class ExtractResult:
     messages: int = 0
     deterministic: int = 0
     llm: int = 0
-    # off | stored | below_threshold | already_captured | bad_output | over_budget
+    # off | stored | below_threshold | already_captured | none | bad_output | over_budget
     llm_status: str = "off"
     already_captured: int = 0  # LLM memories of a live chunk that capture had stored
 
@@ -71,6 +80,36 @@ def load_turns(namespace: str, session_id: str, message_ids: list[str]) -> list[
         return [from_message(row) for row in rows]
 
 
+def cited_candidates(
+    memories: Sequence[chunk.LLMMemory],
+    turns: list[CaptureTurn],
+    trigger: str,
+    details: dict[str, Any] | None = None,
+) -> list[MemoryCandidate]:
+    """Memory candidates of the LLM's memories, with the ids of the lines each cites; one
+    that cites no line we gave it is not trustworthy and is dropped."""
+    candidates = []
+    for memory in memories:
+        sources = [turns[n].message_id for n in memory.lines if 0 <= n < len(turns)]
+        if not sources:
+            continue
+        candidates.append(
+            MemoryCandidate(
+                kind=memory.kind,
+                key=memory.key,
+                content=memory.content,
+                tags=[f"topic:{topic_slug(memory.content)}", "source:llm"],
+                importance=memory.importance,
+                confidence=memory.confidence,
+                provenance="inference",
+                source_message_ids=sources,
+                trigger=trigger,
+                details=dict(details or {}),
+            )
+        )
+    return candidates
+
+
 def llm_candidates(
     llm: OpenAICompatibleLLM, namespace: str, turns: list[CaptureTurn]
 ) -> list[MemoryCandidate]:
@@ -83,26 +122,8 @@ def llm_candidates(
     )
     if verdict.importance < STORE_THRESHOLD:
         return []
-    candidates = []
-    for memory in verdict.memories:
-        sources = [turns[n].message_id for n in memory.lines if 0 <= n < len(turns)]
-        if not sources:
-            continue  # cites nothing we gave it: not trustworthy
-        candidates.append(
-            MemoryCandidate(
-                kind=memory.kind,
-                key=memory.key,
-                content=memory.content,
-                tags=[f"topic:{topic_slug(memory.content)}", "source:llm"],
-                importance=memory.importance,
-                confidence=memory.confidence,
-                provenance="inference",
-                source_message_ids=sources,
-                trigger="llm_chunk",
-                details={"category": verdict.category, "chunk_importance": verdict.importance},
-            )
-        )
-    return candidates
+    details = {"category": verdict.category, "chunk_importance": verdict.importance}
+    return cited_candidates(verdict.memories, turns, "llm_chunk", details)
 
 
 def _not_captured(
@@ -161,5 +182,42 @@ def extract_chunk(
     with session_scope() as db:
         result.llm = len(store_candidates(db, [(ctx, c) for c in from_llm]))
     result.llm_status = "stored"
+    metrics.incr(metrics.MEMORIES_STORED, result.llm)
+    return result
+
+
+def compaction_takeaways(
+    event: PreCompactionEvent, llm: OpenAICompatibleLLM | None
+) -> ExtractResult:
+    """The LLM's takeaways of a compaction (R28), beside the deterministic dump ingest
+    stored: idempotent per compaction id; what capture or the dump already stored from the
+    same messages is skipped. Raises LLMUnavailable when the LLM should be retried later."""
+    with session_scope() as db:
+        turns = compaction_turns(db, event)
+    result = ExtractResult(messages=len(turns))
+    if llm is None or not turns:
+        return result
+    try:
+        answer = llm.ask(
+            takeaways.PROMPT, numbered_lines(turns), namespace=event.namespace,
+            session_id=event.session_id,
+        )  # fmt: skip
+    except LLMBadOutput:
+        result.llm_status = "bad_output"
+        return result
+    except LLMOverBudget:
+        result.llm_status = "over_budget"
+        return result
+    trigger = f"pre_compaction_llm:{event.compaction_id}"
+    found = cited_candidates(answer.takeaways, turns, trigger)
+    fresh = _not_captured(event.namespace, event.session_id, found)
+    result.already_captured = len(found) - len(fresh)
+    ctx = WriteContext(event.namespace, event.session_id, event.user_id, event.channel, event.ts)
+    with session_scope() as db:
+        result.llm = len(store_candidates(db, [(ctx, c) for c in fresh]))
+    if result.llm:
+        result.llm_status = "stored"
+    else:
+        result.llm_status = "already_captured" if result.already_captured else "none"
     metrics.incr(metrics.MEMORIES_STORED, result.llm)
     return result

@@ -59,6 +59,7 @@ class IngestResult:
     new_turns: list[tuple[str, str]] = field(default_factory=list)  # (namespace, session_id)
     finish: list[dict[str, Any]] = field(default_factory=list)  # session_end payloads
     chunks: list[LiveChunk] = field(default_factory=list)  # live turns for the LLM
+    compactions: list[dict[str, Any]] = field(default_factory=list)  # for the LLM's takeaways
 
     def merge(self, other: IngestResult) -> None:
         """Add what `other` (a part of the same batch) did."""
@@ -68,6 +69,7 @@ class IngestResult:
         self.new_turns += other.new_turns
         self.finish += other.finish
         self.chunks += other.chunks
+        self.compactions += other.compactions
 
 
 def _validate(payloads: Sequence[Any], db: DbSession, task_id: str | None) -> list[Event]:
@@ -342,6 +344,8 @@ def _ingest(payloads: Sequence[Any], task_id: str | None) -> IngestResult:
                 memory_ids += [snapshot] if snapshot is not None else []
             elif isinstance(event, PreCompactionEvent):
                 memory_ids += sessions.pre_compaction_dump(db, event)
+                if settings.llm_base_url:
+                    result.compactions.append(event_payload(event))
         result.memories_stored = len(memory_ids)
         ends = [event for event in fresh if isinstance(event, SessionEndEvent)]
         _end_sessions(db, ends)

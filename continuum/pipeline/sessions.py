@@ -152,13 +152,19 @@ def key_moments(turns: list[CaptureTurn], trigger: str) -> list[MemoryCandidate]
     return found
 
 
+def compaction_turns(db: DbSession, event: PreCompactionEvent) -> list[CaptureTurn]:
+    """The turns a compaction drops: those the event carries, else the session's."""
+    prefix = f"pre_compaction:{event.compaction_id}"
+    return _chat_turns(event.turns, event.session_id, prefix) or session_turns(
+        db, event.namespace, event.session_id, channel=event.channel
+    )
+
+
 def pre_compaction_dump(db: DbSession, event: PreCompactionEvent) -> list[int]:
     """Key takeaways as small structured memories plus one snapshot, idempotent per
     compaction id (the trigger carries it, so a resent dump produces the same keys)."""
     trigger = f"pre_compaction:{event.compaction_id}"
-    turns = _chat_turns(event.turns, event.session_id, trigger) or session_turns(
-        db, event.namespace, event.session_id, channel=event.channel
-    )
+    turns = compaction_turns(db, event)
     candidates = [c for c in key_moments(turns, trigger) if KIND_SPECS[c.kind].pre_compaction]
     snapshot = session_snapshot(turns, trigger=trigger)
     if snapshot is not None:
