@@ -1,11 +1,13 @@
 """The session-end LLM summary against the fake OpenAI-compatible endpoint: the deterministic
 summary is written first and replaced once the LLM's validates; a repair, a fallback and a
-hang keep the deterministic one; the follow-up runs through the real worker."""
+hang keep the deterministic one; the follow-up runs through the real worker, for evented
+and synced sessions."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,12 +19,14 @@ from continuum.pipeline.ingest import ingest_batch
 from continuum.pipeline.llm_summary import TRIGGER, summarize_with_llm
 from continuum.pipeline.sessions import finish_session
 from continuum.store.engine import session_scope
-from continuum.store.models import LlmCall, Memory
+from continuum.store.models import LlmCall, Memory, Session
+from continuum.sync import sync
 from tests.inference.test_llm import llm_for
 from tests.pipeline.test_sessions import voice_turns
 from tests.support.events import session_end
 from tests.support.fake_llm import FakeLLM, fake_llm_server
 from tests.support.wait import wait_for
+from tests.sync.test_sync import copy_home
 
 ANSWER = {
     "summary": "Jason hired Hoffmann Landscaping for the garden, starting December 2nd; the "
@@ -142,3 +146,27 @@ def test_session_end_is_followed_by_the_llm_summary_on_the_worker(
         get_llm.cache_clear()
     assert summaries()[1].content == ANSWER["summary"]
     assert ("session_summary", "ok") in outcomes()  # beside the live chunk's judge (fallback)
+
+
+def test_synced_sessions_get_the_llm_summary_once_they_end(
+    fake: FakeLLM, worker: Any, settings_env: Any, tmp_path: Path
+) -> None:
+    """Sync ends the fixture's old (idle or archived) sessions through the same session-end
+    task: each deterministic summary is then replaced by the LLM's."""
+    settings_env(llm_base_url=fake.url)
+    small_talk = {"category": "small_talk", "importance": 2, "memories": []}
+    fake.by_prompt = {"session_summary": ANSWER, "chunk_judge": small_talk}
+    get_llm.cache_clear()
+    try:
+        assert sync(copy_home(tmp_path)).sessions_ended > 0
+
+        def replaced() -> bool:
+            found = summaries()
+            return bool(found) and {m.trigger for m in found if m.status == "active"} == {TRIGGER}
+
+        wait_for(replaced, timeout=120)
+    finally:
+        get_llm.cache_clear()
+    with session_scope() as db:
+        sources = set(db.scalars(select(Session.source).where(Session.details.has_key("finished"))))
+    assert sources and "event" not in sources  # every ended session was a synced one
