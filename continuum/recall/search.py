@@ -53,6 +53,7 @@ class FusionWeights:
     memory: float = 1.0
     message: float = 1.0
     memory_key: float = 0.9  # its source turns rank at least at this share of a memory's score
+    digest_evidence: float = 0.5  # a digest cites its turns scoring at least this share of it
 
 
 @dataclass(frozen=True)
@@ -323,15 +324,18 @@ class _Fusion:
     def ranked(self) -> list[SearchHit]:
         """Best first; a text repeated verbatim (recurring small talk, a memory that copies
         its turn) is kept once, at its best-scored occurrence, so copies cannot crowd out
-        everything else. A digest cites the turns of its session that any channel found."""
+        everything else. A digest cites the turns of its session the query matched at least
+        `digest_evidence` as strongly as the digest itself (weaker ones are no evidence)."""
         ordered = sorted(
             self.hits.values(), key=lambda h: (-h.score, -h.created_at.timestamp(), h.id)
         )
         turns = [hit for hit in ordered if hit.source == "message"]
         for hit in ordered:
             if hit.source == "memory" and hit.kind in DIGEST_KINDS:
+                floor = self.weights.digest_evidence * hit.score
+                strong = [turn for turn in turns if turn.score >= floor]
                 hit.source_message_ids = evidence_turns(
-                    hit.session_id, hit.source_message_ids, turns
+                    hit.session_id, hit.source_message_ids, strong
                 )
         seen: set[str] = set()
         unique = []

@@ -154,8 +154,7 @@ def test_a_session_summary_cites_only_the_turns_the_query_matched(db: Any) -> No
     assert len(summary_sources) == 8  # the row keeps the whole session as its provenance
     hits = search("pearl", "when does the plumber fix the boiler?", limit=10, now=NOW)
     summary = next(h for h in hits if h.kind == "conversation_summary")
-    assert summary.source_message_ids[0] == "s1-5"
-    assert set(summary.source_message_ids) <= set(ids([h for h in hits if h.source == "message"]))
+    assert summary.source_message_ids == ["s1-5"]  # the small talk matched weakly if at all
     assert not any("memory_key" in h.parts for h in hits if h.source == "message")
     assert ids(hits)[0] == "s1-5"
 
