@@ -23,7 +23,8 @@ writes each to the local spool and flushes the spool through `MemoryClient`. Pip
 observers in tasks of their own and the observer only hands events to that thread, so neither
 the broker nor an outage ever holds up the pipeline. While Redis is down the events wait in
 the spool for the next flush (the session's next event, a hook, `continuum spool flush`).
-Nothing raises into the bot: errors go to `<home>/hooks.log`.
+Only the worker's cleanup waits: until the events are on disk and, unless the broker just
+refused a flush, sent. Nothing raises into the bot: errors go to `<home>/hooks.log`.
 
 `context_message` and `add_context` put the context block (`continuum.runtimes.context`) into
 the bot's `LLMContext` as a system message.
@@ -80,24 +81,28 @@ class _Courier:
         self._events.put(event)
 
     def close(self) -> None:
-        """Send what was handed over, then stop. Blocks for the last flush: when the broker is
-        unreachable, until it gives up (CONTINUUM_REDIS_WAIT_S) and the events stay spooled."""
+        """Stop once what was handed over is spooled and, unless the broker refused the flush
+        before, sent. Blocks for a flush under way (when the broker is unreachable, until it
+        gives up: CONTINUUM_REDIS_WAIT_S) and the last one."""
         self._events.put(None)
         self._thread.join()
 
     def _run(self) -> None:
+        refused = False
         while True:
             batch = [self._events.get()]
             while not self._events.empty():  # what arrived during the last flush goes together
                 batch.append(self._events.get_nowait())
+            closing = None in batch
             try:
                 for event in batch:
                     if event is not None:
                         spool.write(self.home, event)
-                spool.flush(self.home)
+                if not (closing and refused):  # a broker that just refused: leave them spooled
+                    refused = spool.flush(self.home)["error"] is not None
             except Exception:
                 spool.log_error(self.home, f"pipecat: sending failed:\n{traceback.format_exc()}")
-            if None in batch:
+            if closing:
                 return
 
 
