@@ -20,6 +20,7 @@ SECTIONS = {  # in the order they run
     "consolidation": "consolidation_bench",
     "encryption": "encryption_bench",
     "cli": "cli_bench",
+    "summaries": "summary_bench",
 }
 
 
@@ -41,8 +42,10 @@ def main() -> None:
         module = importlib.import_module(f"bench.{SECTIONS[name]}")
         # A fresh database per section: no section's rows (e.g. a backfill's 150k
         # unembedded messages) can leak into another's measurements.
-        with console.status(f"Preparing a fresh database for {module.__name__}…"):
-            urls = bench_servers()
+        urls = {}
+        if getattr(module, "NEEDS_SERVERS", True):
+            with console.status(f"Preparing a fresh database for {module.__name__}…"):
+                urls = bench_servers()
         for section in module.run(urls, options):
             console.print(section.table())
             sections.append(section)

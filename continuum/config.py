@@ -63,6 +63,17 @@ class Settings(BaseSettings):
     llm_model: str = "gpt-4o-mini"
     llm_api_key: str | None = None
     llm_timeout_s: float = 30.0
+    llm_response_format: Literal["auto", "json_schema", "json_object"] = Field(
+        default="auto",
+        description="How answers are constrained: json_schema, json_object, or auto "
+        "(json_schema, then json_object if the endpoint refuses it).",
+    )
+    llm_daily_token_budget: int | None = Field(
+        default=None,
+        ge=1,
+        description="Tokens a tenant may spend on the LLM per UTC day; past it, the "
+        "deterministic path only. Unset: no budget.",
+    )
 
     workspace_dir: Path = Field(default=Path(".continuum/workspace"))
     privacy_mode: bool = Field(default=False, description="Never persist raw turns.")

@@ -9,7 +9,13 @@ from continuum.config import get_settings
 from continuum.contract import ledger
 from continuum.contract.client import MemoryClient
 from continuum.contract.dispatch import producer, send
-from continuum.contract.queues import FINISH_SESSION, INGEST_EVENTS, REDELIVER_EVENTS
+from continuum.contract.queues import (
+    COMPACTION_TAKEAWAYS,
+    EXTRACT_CHUNK,
+    FINISH_SESSION,
+    INGEST_EVENTS,
+    REDELIVER_EVENTS,
+)
 from continuum.pipeline.ingest import ingest_batch
 from continuum.store.redis_client import get_broker_redis
 from tasks.embed import schedule_embedding
@@ -30,6 +36,10 @@ def ingest_events(self: IngestTask, payloads: list[Any]) -> dict[str, Any]:
     ledger.settle(get_broker_redis(), self.request.id)
     if result.messages_inserted or result.memories_stored:
         schedule_embedding()
+    for chunk in result.chunks:  # before the session ends: a private buffer is cleared then
+        send(EXTRACT_CHUNK, chunk.namespace, chunk.session_id, chunk.message_ids, True)
+    for payload in result.compactions:
+        send(COMPACTION_TAKEAWAYS, payload)
     for payload in result.finish:
         send(FINISH_SESSION, payload)
     return asdict(result)

@@ -1,5 +1,5 @@
-"""Session lifecycle tasks: session end (extract queue), idle sweep (maintenance, beat) and
-narrative file appends (narrative queue, single consumer)."""
+"""Session lifecycle tasks: session end and its LLM summary (extract queue), idle sweep
+(maintenance, beat) and narrative file appends (narrative queue, single consumer)."""
 
 from __future__ import annotations
 
@@ -10,12 +10,19 @@ from typing import Any
 
 from continuum.contract.dispatch import send
 from continuum.contract.events import SessionEndEvent, parse_event
-from continuum.contract.queues import FINISH_SESSION, NARRATIVE_APPEND, SWEEP_IDLE
+from continuum.contract.queues import (
+    FINISH_SESSION,
+    NARRATIVE_APPEND,
+    SUMMARIZE_SESSION,
+    SWEEP_IDLE,
+)
+from continuum.inference.llm import LLMUnavailable, get_llm
 from continuum.pipeline import narrative
+from continuum.pipeline.llm_summary import summarize_with_llm
 from continuum.pipeline.sessions import finish_session, sweep_idle
 from tasks.embed import schedule_embedding
 from workers.app import app
-from workers.base import ReliableTask
+from workers.base import ReliableTask, TransientError
 
 WAIT_STEP_S = 2.0  # how often a session end looks again for the turns it announced
 
@@ -45,6 +52,22 @@ def finish_session_task(
         )
     if result.narrative:
         send(NARRATIVE_APPEND, result.narrative)
+    if result.summary_id is not None and get_llm() is not None:
+        send(SUMMARIZE_SESSION, end.namespace, end.session_id, result.summary_id)
+    if result.memory_ids:
+        schedule_embedding()
+    return asdict(result)
+
+
+@app.task(name=SUMMARIZE_SESSION, base=ReliableTask, bind=True)
+def summarize_session_task(
+    self: ReliableTask, namespace: str, session_id: str, summary_id: int
+) -> dict[str, Any]:
+    try:
+        result = summarize_with_llm(namespace, session_id, summary_id, get_llm())
+    except LLMUnavailable as exc:
+        # The deterministic summary stands meanwhile; a retry only buys the LLM's.
+        raise TransientError(str(exc)) from exc
     if result.memory_ids:
         schedule_embedding()
     return asdict(result)

@@ -20,7 +20,7 @@ TEST_DATABASE = "continuum_test"
 TABLES = (
     "sessions, messages, cron_reports, transcript_cursors, sync_problems, memories, tasks, memory_log, "
     "dead_letters, processed_events, system_state, maintenance_runs, api_tokens, data_keys, "
-    "forget_tombstones"
+    "forget_tombstones, llm_calls"
 )
 
 os.environ["CONTINUUM_HOME"] = str(TEST_HOME)

@@ -36,8 +36,14 @@ router = APIRouter(tags=["monitoring"])
 COUNTER_HELP = {
     metrics.MEMORIES_STORED: "Memories stored by capture and extraction.",
     metrics.LLM_CALLS: "Calls to the LLM endpoint.",
-    metrics.LLM_FALLBACKS: "LLM failures answered by the deterministic path.",
-    metrics.LLM_BAD_OUTPUT: "LLM answers that could not be parsed (nothing stored).",
+    metrics.LLM_FALLBACKS: "LLM calls without a usable answer (deterministic path only).",
+    metrics.LLM_BAD_OUTPUT: "LLM answers still invalid after their repair (nothing stored).",
+    metrics.LLM_REPAIRS: "Invalid LLM answers sent back once with their validation error.",
+    metrics.LLM_ERRORS: "LLM calls that failed (unreachable, 429, 5xx, refused).",
+    metrics.LLM_TIMEOUTS: "LLM calls that ran out of their deadline.",
+    metrics.LLM_PROMPT_TOKENS: "Prompt tokens of LLM calls.",
+    metrics.LLM_COMPLETION_TOKENS: "Completion tokens of LLM calls.",
+    metrics.LLM_BUDGET_SKIPS: "LLM calls not made: the tenant's daily token budget was spent.",
     metrics.DEAD_LETTERS: "Messages moved to the dead-letter store.",
 }
 

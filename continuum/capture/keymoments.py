@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 
+from continuum.capture.due import resolve_due
 from continuum.capture.filters import detect_sentiment, short_signal, triage
 from continuum.capture.kinds import MemoryKind, kind_names
 from continuum.capture.models import (
@@ -81,6 +82,7 @@ def _build(
     provenance = _provenance(turn)
     confidence = _BASE_CONFIDENCE[provenance] - (0.2 if _HEDGE.search(sentence) else 0.0)
     when = find_time_expression(sentence) if moment.kind in _TIMED_KINDS else None
+    due = resolve_due(sentence, turn.created_at) if when and moment.status == "open" else None
     claim = None
     if moment.claim:
         projects = extract_projects(prose) if moment.kind == "decision" else []
@@ -101,6 +103,7 @@ def _build(
         provenance=provenance,
         claim=claim,
         time_expression=when,
+        due_at=due,
         source_message_ids=[*extra_ids, turn.message_id],
         trigger="turn",
         details=moment.details,

@@ -65,6 +65,7 @@ class MemoryCandidate(_Frozen):
     provenance: Provenance
     claim: Claim | None = None
     time_expression: str | None = None
+    due_at: datetime | None = None  # the time expression read from when it was said
     source_message_ids: list[str] = Field(min_length=1)
     trigger: str = "turn"
     details: dict[str, Any] = Field(default_factory=dict)
@@ -94,6 +95,7 @@ class SessionSummary(_Frozen):
     key_decisions: list[str]
     action_items: list[str]
     open_threads: list[str]
+    due_at: dict[str, datetime] = Field(default_factory=dict)  # action item → when it is due
     sentiment: Sentiment
     message_count: int
     started_at: datetime

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from continuum.capture.due import PAST
 from continuum.capture.kinds import MemoryKind
 from continuum.capture.text import (
     NUMBER,
@@ -88,12 +89,19 @@ def _user_sentence(sentence: str) -> str:
 
 # --- follow-ups -----------------------------------------------------------------------
 
-_REMIND_ME = _rx(r"\bremind me (?P<what>(?:to|about|that|of)\b.+)")
-_REMIND_YOU = _rx(r"\bi(?:'ll| will) (?:remind|ping|nudge) you (?P<what>(?:to|about|that|of)\b.+)")
+_WHEN = r"(?P<when>\s+(?:on|this|next|tomorrow|tonight|today|in|at|by)\b[^,;]*?)?\s+"
+_WHAT = r"(?P<what>(?:to|about|that|of)\b.+)"
+_REMIND_ME = _rx(rf"\bremind me{_WHEN}{_WHAT}")
+_REMIND_YOU = _rx(rf"\bi(?:'ll| will) (?:remind|ping|nudge) you{_WHEN}{_WHAT}")
 _APPOINTMENT = _rx(
     r"\b(?:appointment|appt|doctor|doctor's|dentist|check-?up|surgery|physio|therapy|"
     r"therapist|vet|interview|flight|meeting|deadline|dinner|lunch|party|visit|exam)\b"
 )
+_PAST_EVENT = _rx(
+    r"\b(?:i|we)\s+(?:just\s+|already\s+)?(?:went|was|were|had|did|attended|visited|saw|met|"
+    r"came|returned|enjoyed|missed|finished|left)\b"
+)
+_FUTURE = _rx(r"\b(?:will|'ll|going to|gonna|next|tomorrow|upcoming|coming up)\b")
 
 
 def _reminder(
@@ -103,7 +111,8 @@ def _reminder(
     if not m:
         return None
     what = to_third(_clause(m.group("what")))
-    return Moment("follow_up", f"Remind user {what}", 7, topic_text=what, status="open")
+    when = m.group("when") or ""
+    return Moment("follow_up", f"Remind user{when} {what}", 7, topic_text=what, status="open")
 
 
 def _remind_me(sentence: str) -> Moment | None:
@@ -114,8 +123,15 @@ def _remind_you(sentence: str) -> Moment | None:
     return _reminder(_REMIND_YOU, sentence, second_to_third)
 
 
+def _is_past(sentence: str) -> bool:
+    """Whether the sentence tells of something over ("Last Friday I went to a meeting")."""
+    if PAST.search(sentence):
+        return True
+    return bool(_PAST_EVENT.search(sentence)) and not _FUTURE.search(sentence)
+
+
 def _appointment(sentence: str) -> Moment | None:
-    if is_question(sentence) or not _APPOINTMENT.search(sentence):
+    if is_question(sentence) or not _APPOINTMENT.search(sentence) or _is_past(sentence):
         return None
     if not find_time_expression(sentence):
         return None
@@ -238,6 +254,7 @@ _DECISION_FORMS: list[tuple[str, str]] = [
         r"(?:we'?re|we are|i'?m|i am) switching to|let'?s switch to",
         "Decided to switch to",
     ),
+    (r"let'?s migrate to|(?:we|i)(?:'ll| will) migrate to", "Decided to migrate to"),
     (r"let'?s stick with|(?:we|i)(?:'ll| will) stick with", "Decided to stick with"),
     (r"(?:the |our |my )?final (?:answer|decision) is:?|final decision:", "Final decision:"),
 ]
@@ -247,6 +264,7 @@ _CHOOSING_LEADS = frozenset(
         "Decided to use",
         "Decided on",
         "Decided to switch to",
+        "Decided to migrate to",
         "Decided to stick with",
     }
 )
@@ -254,7 +272,9 @@ _DECISIONS = [(_rx(rf"(?:\b|^)(?:{form})\s+(?P<obj>.+)"), lead) for form, lead i
 _CHOICE_VERB = _rx(r"^(?:use|go with|switch to|stick with|move to|migrate to|adopt)\s+(?P<c>.+)")
 _PURPOSE = _rx(r"\s+(?:for|as) (?:the |our |a |an )?(?P<p>[\w -]+)")
 _REASON = _rx(r"\s+(?:because|since|so that|as it|instead of|rather than)\b.*$")
-_AFTERTHOUGHT = _rx(r",\s+(?:it|that|this|since|but|so|which|though|and then)\b.*$")
+_AFTERTHOUGHT = _rx(
+    r",\s+(?:it|that|this|since|but|so|which|though|and then|she|he|they|we|i|the|my|our)\b.*$"
+)
 
 
 def _decision_claim(lead: str, obj: str) -> tuple[str, str] | None:

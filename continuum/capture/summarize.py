@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from datetime import datetime
 from typing import NamedTuple
 
+from continuum.capture.due import due_label
 from continuum.capture.filters import Triage, detect_sentiment, triage
 from continuum.capture.keymoments import detect_key_moments
 from continuum.capture.kinds import MemoryKind
@@ -19,13 +21,21 @@ from continuum.capture.models import (
     SessionSummary,
 )
 from continuum.capture.text import clip
-from continuum.capture.topics import extract_projects, top_keywords, topic_slug
+from continuum.capture.topics import (
+    Vocabulary,
+    content_lemmas,
+    extract_projects,
+    session_topics,
+    topic_slug,
+)
 
 STORE_THRESHOLD = 5  # judged chunks below this importance are not stored (R61, R63)
 SNAPSHOT_IMPORTANCE = 7
 _MAX_TOPICS = 5
 _MAX_ITEMS = 5
 _ALL_MOMENTS = 50  # per-turn cap when digesting: the 3-writes rule is for inline capture
+_ASSISTANT_WEIGHT = 0.5  # an assistant's words count half a user's towards the topics
+_ACTION_KINDS = ("commitment", "follow_up")
 _URL = re.compile(r"https?://[^\s)>\]\"']+")
 
 
@@ -47,9 +57,54 @@ class _Digest(NamedTuple):
             if m.kind in kinds and (blocker is None or bool(m.details.get("blocker")) == blocker)
         ]
 
-    def topics(self) -> list[str]:
-        prose = self.user_prose or [m.content for m in self.moments]
-        return top_keywords(" ".join(prose), _MAX_TOPICS)
+    def topics(self, vocabulary: Vocabulary | None = None) -> list[str]:
+        texts = [
+            (checked.prose, 1.0 if turn.role == "user" else _ASSISTANT_WEIGHT)
+            for turn, checked in zip(self.turns, self.triaged, strict=True)
+            if not checked.skip_reason
+        ]
+        return session_topics(
+            texts or [(m.content, 1.0) for m in self.moments], _MAX_TOPICS, vocabulary
+        )
+
+    def action_items(self) -> list[MemoryCandidate]:
+        """Commitments and follow-ups, each once: a later item that `restates` an earlier
+        one replaces it."""
+        items: list[MemoryCandidate] = []
+        for moment in self.moments:
+            if moment.kind in _ACTION_KINDS:
+                items = [kept for kept in items if not restates(_said(moment), _said(kept))]
+                items.append(moment)
+        return items
+
+
+class Said(NamedTuple):
+    """An action item as far as telling restatements apart goes."""
+
+    text: str
+    due_at: datetime | None
+    provenance: str
+
+
+def restates(later: Said, earlier: Said) -> bool:
+    """Whether `later` says again what `earlier` said: the same things named (and no other
+    due time), or the other side's words for it due at the same time, with a thing in
+    common (the assistant confirming the reminder the user asked for)."""
+    if later.due_at and earlier.due_at and later.due_at != earlier.due_at:
+        return False
+    named, before = content_lemmas(later.text), content_lemmas(earlier.text)
+    if named == before:
+        return True
+    return (
+        later.due_at is not None
+        and later.due_at == earlier.due_at
+        and later.provenance != earlier.provenance
+        and bool(named & before)
+    )
+
+
+def _said(item: MemoryCandidate) -> Said:
+    return Said(item.content, item.due_at, item.provenance)
 
 
 def _digest(turns: Sequence[CaptureTurn]) -> _Digest:
@@ -99,21 +154,34 @@ def _sentence(label: str, items: list[str]) -> str:
     return f" {label}: {'; '.join(items[:_MAX_ITEMS])}." if items else ""
 
 
-def summarize_session(turns: Sequence[CaptureTurn]) -> SessionSummary:
-    """A few sentences on what the session was about, what was decided and what is open."""
+def _listed(words: list[str]) -> str:
+    """`a`, `a and b`, `a, b and c`."""
+    return " and ".join([", ".join(words[:-1]), words[-1]] if len(words) > 1 else words)
+
+
+def _with_due(item: MemoryCandidate) -> str:
+    return f"{item.content} ({due_label(item.due_at)})" if item.due_at else item.content
+
+
+def summarize_session(
+    turns: Sequence[CaptureTurn], vocabulary: Vocabulary | None = None
+) -> SessionSummary:
+    """A few sentences on what the session was about, what was decided and what is open;
+    topics are weighed against `vocabulary`, the tenant's recent turns, when given."""
     digest = _digest(turns)
     first, last = digest.turns[0], digest.turns[-1]
-    topics = digest.topics()
+    topics = digest.topics(vocabulary)
     decisions = digest.contents("decision")
-    actions = digest.contents("commitment", "follow_up")
+    items = digest.action_items()
+    actions = [item.content for item in items]
     open_threads = digest.contents("open_thread")
     channel = next((t.channel for t in digest.turns if t.channel), None)
-    about = f" about {', '.join(topics)}" if topics else ""
+    about = f" about {_listed(topics)}" if topics else ""
     text = (
         f"{(channel or 'Chat').capitalize()} conversation ({len(digest.turns)} messages){about}."
         + _sentence("Decisions", decisions)
         + _sentence("Open", open_threads)
-        + _sentence("Action items", actions)
+        + _sentence("Action items", [_with_due(item) for item in items])
     )
     return SessionSummary(
         session_id=first.session_id,
@@ -124,6 +192,7 @@ def summarize_session(turns: Sequence[CaptureTurn]) -> SessionSummary:
         key_decisions=decisions,
         action_items=actions,
         open_threads=open_threads,
+        due_at={item.content: item.due_at for item in items if item.due_at},
         sentiment=_session_sentiment(digest),
         message_count=len(digest.turns),
         started_at=first.created_at,

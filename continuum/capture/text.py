@@ -12,7 +12,12 @@ def word_set(text: str) -> frozenset[str]:
 
 
 _WS = re.compile(r"\s+")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(A-Za-z0-9])|\n+")
+_ABBREVIATIONS = ("Dr", "Mr", "Mrs", "Ms", "St", "vs", "e.g", "i.e", "etc")
+_SENTENCE_END = re.compile(
+    r"(?<=[.!?])"
+    + "".join(rf"(?<!\b{re.escape(abbreviation)}\.)" for abbreviation in _ABBREVIATIONS)
+    + r"\s+(?=[\"'(A-Za-z0-9])|\n+"
+)
 _CLAUSE_BREAK = re.compile(
     r";\s+|,?\s+(?:and|but|also|plus)\s+(?=(?:i|i'm|i've|i'll|my|we|we're|we'll|let's)\b)",
     re.IGNORECASE,
@@ -52,7 +57,7 @@ TIME_EXPRESSION = re.compile(
             r"\b(?:by\s+)?(?:the\s+)?end\s+of\s+(?:the\s+)?(?:day|week|month)\b",
             rf"\b(?:at|by|around|before|after|from)\s+(?:{_CLOCK})",
             rf"\b(?:{_CLOCK})",
-            rf"\bin\s+(?:{NUMBER}|a|an)\s+(?:minutes?|hours?|days?|weeks?|months?)\b",
+            rf"\b(?:in|within)\s+(?:{NUMBER}|a|an|the)\s+(?:minutes?|hours?|days?|weeks?|months?)\b",
             rf"\b(?:on\s+)?{_MONTH}\.?\s+\d{{1,2}}(?:st|nd|rd|th)?\b",
             rf"\b(?:on\s+)?(?:the\s+)?\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}\b",
             r"\b\d{4}-\d{2}-\d{2}\b",
@@ -80,6 +85,13 @@ _BARE_VERB = re.compile(r"\bthe user (\w+)")
 _NO_AGREEMENT = word_set(
     "is has will would was does can could should must might may did had also really "
     "just never always still often"
+)
+# Irregular past forms: "the user went" stays as it is (regular ones end in -ed).
+PAST_FORMS = word_set(
+    """went was were had did got saw met came took made said told bought ran left gave found
+    felt thought brought sent spent kept ate drank wrote began knew paid lost sat stood heard
+    won wore slept drove flew broke chose forgot spoke woke became caught taught fell held
+    built sold understood"""
 )
 _SECOND_PERSON = [
     (re.compile(r"\byou're\b|\byou are\b", re.IGNORECASE), "the user is"),
@@ -137,7 +149,8 @@ def capitalize_first(text: str) -> str:
 
 def _agree(match: re.Match[str]) -> str:
     verb = match.group(1)
-    if verb.lower() in _NO_AGREEMENT:
+    past = verb.lower() in PAST_FORMS or (verb.endswith("ed") and not verb.endswith("eed"))
+    if verb.lower() in _NO_AGREEMENT or past:
         return match.group(0)
     if verb.endswith(("s", "sh", "ch", "x", "o")):
         return f"the user {verb}es"

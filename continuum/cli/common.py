@@ -8,8 +8,9 @@ when a console is first used, so commands that print only JSON (`emit`) never lo
 from __future__ import annotations
 
 import json
+import re
 import sys
-from datetime import date
+from datetime import UTC, date, datetime, timedelta
 from functools import cache
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -22,6 +23,8 @@ NamespaceOption = typer.Option(..., "--namespace", "-n", help="Tenant (instance)
 UserOption = typer.Option(None, "--user", help="The user: their items and unowned ones.")
 ChannelOption = typer.Option(None, "--channel", help="Only this channel.")
 JsonOption = typer.Option(False, "--json", help="Print JSON.")
+_DURATION = re.compile(r"(?P<n>\d+)(?P<unit>[smhd])")
+_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
 
 
 @cache
@@ -70,3 +73,16 @@ def parse_day(day: str) -> date:
         return date.fromisoformat(day)
     except ValueError:
         fail(f"{day!r} is not a date; use YYYY-MM-DD")
+
+
+def parse_since(value: str) -> datetime:
+    """`24h`, `30m`, `7d`, `90s` (ago), or an ISO date or time (UTC unless it says)."""
+    duration = _DURATION.fullmatch(value.strip())
+    if duration:
+        amount = int(duration.group("n"))
+        return datetime.now(UTC) - timedelta(**{_UNITS[duration.group("unit")]: amount})
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        fail(f"{value!r} is not a time; use e.g. 24h, 7d, 2026-03-01 or 2026-03-01T12:00")
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)

@@ -27,6 +27,7 @@ from continuum.cli import (
     sessions,
     status,
     sync,
+    usage,
 )
 from continuum.cli.common import print_error
 
@@ -45,6 +46,7 @@ for module in (
     security,
     api,
     runtimes,
+    usage,
 ):
     app.add_typer(module.app)
 

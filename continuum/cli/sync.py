@@ -4,9 +4,7 @@ run) and `continuum cron-reports` (the cron runs found in them)."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import asdict
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,8 +14,8 @@ from continuum.cli.common import (
     JsonOption,
     NamespaceOption,
     console,
-    fail,
     parse_day,
+    parse_since,
     print_json,
 )
 
@@ -32,8 +30,6 @@ sync_app = typer.Typer(
     invoke_without_command=True,
 )
 app.add_typer(sync_app, name="sync")
-_DURATION = re.compile(r"(?P<n>\d+)(?P<unit>[smhd])")
-_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
 
 
 def _summary_table(summary: SyncSummary) -> Table:
@@ -157,19 +153,6 @@ def sync_command(
         raise typer.Exit(3)
     if summary.files_failed:
         raise typer.Exit(1)
-
-
-def parse_since(value: str) -> datetime:
-    """`24h`, `30m`, `7d`, `90s` (ago), or an ISO date or time (UTC unless it says)."""
-    duration = _DURATION.fullmatch(value.strip())
-    if duration:
-        amount = int(duration.group("n"))
-        return datetime.now(UTC) - timedelta(**{_UNITS[duration.group("unit")]: amount})
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        fail(f"{value!r} is not a time; use e.g. 24h, 7d, 2026-03-01 or 2026-03-01T12:00")
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
 @sync_app.command("problems")

@@ -15,9 +15,11 @@ ALL_QUEUES = (EVENTS, EXTRACT, EMBED, MAINTENANCE, NARRATIVE)
 INGEST_EVENTS = "continuum.ingest_events"
 EMBED_PENDING = "continuum.embed_pending"
 EXTRACT_CHUNK = "continuum.extract_chunk"
+COMPACTION_TAKEAWAYS = "continuum.compaction_takeaways"
 SYNC_TRANSCRIPTS = "continuum.sync_transcripts"
 RUN_MAINTENANCE = "continuum.run_maintenance"
 FINISH_SESSION = "continuum.finish_session"
+SUMMARIZE_SESSION = "continuum.summarize_session"
 SWEEP_IDLE = "continuum.sweep_idle"
 NARRATIVE_APPEND = "continuum.narrative_append"
 REDELIVER_EVENTS = "continuum.redeliver_events"
@@ -29,8 +31,10 @@ TASK_QUEUES: dict[str, str] = {
     INGEST_EVENTS: EVENTS,
     EMBED_PENDING: EMBED,
     EXTRACT_CHUNK: EXTRACT,
+    COMPACTION_TAKEAWAYS: EXTRACT,
     SYNC_TRANSCRIPTS: MAINTENANCE,
     FINISH_SESSION: EXTRACT,
+    SUMMARIZE_SESSION: EXTRACT,
     SWEEP_IDLE: MAINTENANCE,
     NARRATIVE_APPEND: NARRATIVE,
     RUN_MAINTENANCE: MAINTENANCE,

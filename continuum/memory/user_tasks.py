@@ -3,7 +3,9 @@
 Tasks live in Postgres per tenant, so every channel (voice, Discord, CLI...) sees the same
 list. Reminders and commitments captured from conversation become tasks as they are stored
 (`tasks_from_memories`, called by the memory writer): one task per source memory, tagged
-`memory:<id>`, and none when an active task with the same title already exists.
+`memory:<id>`, due when capture resolved its time phrase to be, and none when an active
+task with the same title already exists or when the memory restates a task of the same
+session (the assistant confirming the reminder the user asked for).
 """
 
 from __future__ import annotations
@@ -18,7 +20,9 @@ from sqlalchemy import Select, Text, cast, or_, select, text
 from sqlalchemy.orm import Session as DbSession
 
 from continuum.capture.kinds import kind_names
-from continuum.security.envelope import seal, seal_optional
+from continuum.capture.summarize import Said, restates
+from continuum.capture.text import find_time_expression
+from continuum.security.envelope import open_text, seal, seal_optional
 from continuum.store.engine import session_scope
 from continuum.store.models import UserTask
 
@@ -151,18 +155,63 @@ def list_tasks(
         return [TaskView.of(task) for task in db.scalars(query)]
 
 
+# Pending tasks of the same session and user, due at the same time, made from memories:
+# with the provenances of those memories, for `_restated`.
+_SAME_TIME = text(
+    "SELECT t.id, t.title, array_agg(m.provenance) AS provenances FROM tasks t "
+    "CROSS JOIN LATERAL unnest(t.tags) AS source JOIN memories m ON m.id = CASE "
+    "WHEN source ~ '^memory:[0-9]+$' THEN CAST(substring(source FROM 8) AS bigint) END "
+    "WHERE t.namespace = :ns AND t.status = 'pending' AND t.due_at = CAST(:due AS timestamptz) "
+    "AND t.user_id IS NOT DISTINCT FROM :uid AND t.tags @> CAST(:sessions AS text[]) "
+    "GROUP BY t.id ORDER BY t.id"
+)
+
+
+def _sealed_title(row: Any) -> str:
+    """The task title a memory row gives, sealed for an encrypted tenant (deterministically:
+    the duplicate check compares titles)."""
+    return seal(row.namespace, row.user_id, "tasks.title", row.content, deterministic=True)
+
+
+def _restated(db: DbSession, row: Any, sessions: list[str], tag: str) -> bool:
+    """When the memory `restates` a pending task of its session that only the other side's
+    words made (the assistant confirming the reminder the user asked for), that task takes
+    the new wording and the memory's tag instead of a second task being made."""
+    due = (row.details or {}).get("due_at")
+    if not due or not sessions:
+        return False
+    params = {"ns": row.namespace, "uid": row.user_id, "due": due, "sessions": sessions}
+    said = Said(row.content, datetime.fromisoformat(due), row.provenance)
+    for task in db.execute(_SAME_TIME, params):
+        earlier = Said(open_text(task.title, "tasks.title"), said.due_at, task.provenances[0])
+        if row.provenance not in task.provenances and restates(said, earlier):
+            db.execute(
+                text(
+                    "UPDATE tasks SET title = :title, tags = array_append(tags, :tag) WHERE id = :id"
+                ),
+                {"title": _sealed_title(row), "tag": tag, "id": task.id},
+            )
+            return True
+    return False
+
+
 def tasks_from_memories(db: DbSession, rows: Sequence[Any]) -> int:
     """Create a task for each reminder/commitment memory in `rows` (inside the writer's
-    transaction); returns how many were created."""
+    transaction), or let it restate the task it confirms; returns how many were created."""
     created = 0
     for row in rows:
         if row.kind not in TASK_KINDS:
             continue
         tag = f"memory:{row.id}"
+        details = row.details or {}
+        sessions = [t for t in row.tags if t.startswith("session:")]
+        if _restated(db, row, sessions, tag):
+            continue
         result = db.execute(
             text(
-                "INSERT INTO tasks (namespace, user_id, title, description, created_channel, tags) "
-                "SELECT :ns, :uid, :title, :description, :channel, :tags WHERE NOT EXISTS ("
+                "INSERT INTO tasks (namespace, user_id, title, description, created_channel, "
+                "due_at, tags) SELECT :ns, :uid, :title, :description, :channel, "
+                "CAST(:due AS timestamptz), :tags WHERE NOT EXISTS ("
                 "SELECT 1 FROM tasks WHERE namespace = :ns AND (tags @> ARRAY[CAST(:tag AS text)] "
                 "OR (user_id IS NOT DISTINCT FROM :uid AND lower(title) = lower(:title) "
                 "AND status = ANY(:active))))"
@@ -170,17 +219,17 @@ def tasks_from_memories(db: DbSession, rows: Sequence[Any]) -> int:
             {
                 "ns": row.namespace,
                 "uid": row.user_id,
-                "title": seal(
-                    row.namespace, row.user_id, "tasks.title", row.content, deterministic=True
-                ),
+                "title": _sealed_title(row),
+                # the time phrase once: as the description only when the title has none
                 "description": seal_optional(
                     row.namespace,
                     row.user_id,
                     "tasks.description",
-                    (row.details or {}).get("time_expression"),
+                    None if find_time_expression(row.content) else details.get("time_expression"),
                 ),
                 "channel": row.channel,
-                "tags": [tag, *(t for t in row.tags if t.startswith("session:"))],
+                "due": details.get("due_at"),
+                "tags": [tag, *sessions],
                 "tag": tag,
                 "active": list(ACTIVE_STATUSES),
             },

@@ -90,6 +90,8 @@ def _row(ctx: WriteContext, candidate: MemoryCandidate, now: datetime) -> dict[s
     details = dict(candidate.details)
     if candidate.time_expression:
         details["time_expression"] = candidate.time_expression
+    if candidate.due_at:
+        details["due_at"] = candidate.due_at.isoformat()
     return {
         "namespace": ctx.namespace,
         "user_id": ctx.user_id,

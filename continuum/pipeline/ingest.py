@@ -2,7 +2,8 @@
 
 One transaction per batch: event ids are claimed in `processed_events`, raw turns go to
 `messages` (idempotent on namespace + session + message id), sessions are upserted and
-ended. A crash before commit leaves nothing behind, so redelivery simply redoes the batch.
+ended, and with an LLM configured the turns join their session's chunk for the LLM
+(`continuum.pipeline.live_chunks`; closed chunks are sent by the task after the commit). A crash before commit leaves nothing behind, so redelivery simply redoes the batch.
 Invalid events are dead-lettered with their reason; the rest of the batch still lands.
 """
 
@@ -36,6 +37,7 @@ from continuum.contract.events import (
 from continuum.contract.queues import INGEST_EVENTS
 from continuum.memory.writer import WriteContext, store_candidates
 from continuum.pipeline import sessions
+from continuum.pipeline.live_chunks import LiveChunk, claim_chunks
 from continuum.pipeline.turns import from_event, from_message
 from continuum.security.envelope import seal
 from continuum.security.terms import terms_for
@@ -60,6 +62,8 @@ class IngestResult:
     memories_stored: int = 0
     new_turns: list[tuple[str, str]] = field(default_factory=list)  # (namespace, session_id)
     finish: list[dict[str, Any]] = field(default_factory=list)  # session_end payloads
+    chunks: list[LiveChunk] = field(default_factory=list)  # live turns for the LLM
+    compactions: list[dict[str, Any]] = field(default_factory=list)  # for the LLM's takeaways
 
     def merge(self, other: IngestResult) -> None:
         """Add what `other` (a part of the same batch) did."""
@@ -68,6 +72,8 @@ class IngestResult:
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.new_turns += other.new_turns
         self.finish += other.finish
+        self.chunks += other.chunks
+        self.compactions += other.compactions
 
 
 def _validate(payloads: Sequence[Any], db: DbSession, task_id: str | None) -> list[Event]:
@@ -358,10 +364,15 @@ def _ingest(payloads: Sequence[Any], task_id: str | None) -> IngestResult:
                 memory_ids += [snapshot] if snapshot is not None else []
             elif isinstance(event, PreCompactionEvent):
                 memory_ids += sessions.pre_compaction_dump(db, event)
+                if settings.llm_base_url:
+                    result.compactions.append(event_payload(event))
         result.memories_stored = len(memory_ids)
         ends = [event for event in fresh if isinstance(event, SessionEndEvent)]
         _end_sessions(db, ends)
         result.sessions_ended = len(ends)
+        if settings.llm_base_url:
+            ended = {(end.namespace, end.session_id) for end in ends}
+            result.chunks = claim_chunks(db, turn_events, ended)
         result.finish = [event_payload(end) for end in ends]
         # Redis state last: if it fails the transaction rolls back and the batch is retried.
         _record_ephemeral(turn_events, captured)

@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session as DbSession
 from continuum.capture import detect_key_moments, session_snapshot, summarize_session
 from continuum.capture.kinds import KIND_SPECS
 from continuum.capture.models import CaptureTurn, MemoryCandidate, SessionSummary
+from continuum.capture.topics import Vocabulary, topic_slug
 from continuum.config import get_settings
 from continuum.contract.events import ChatMessage, PreCompactionEvent, SessionEndEvent
 from continuum.memory.writer import WriteContext, store_candidates
@@ -30,6 +31,8 @@ from continuum.store.models import Memory, Message, Session
 
 log = logging.getLogger(__name__)
 PERIOD_KEY = "snapshot_period_end"
+VOCABULARY_TURNS = 500  # a summary's topics are weighed against the tenant's latest turns
+VOCABULARY_CHARS = 1000  # of each (a pasted log says little about what the tenant talks about)
 
 
 def session_turns(
@@ -149,13 +152,19 @@ def key_moments(turns: list[CaptureTurn], trigger: str) -> list[MemoryCandidate]
     return found
 
 
+def compaction_turns(db: DbSession, event: PreCompactionEvent) -> list[CaptureTurn]:
+    """The turns a compaction drops: those the event carries, else the session's."""
+    prefix = f"pre_compaction:{event.compaction_id}"
+    return _chat_turns(event.turns, event.session_id, prefix) or session_turns(
+        db, event.namespace, event.session_id, channel=event.channel
+    )
+
+
 def pre_compaction_dump(db: DbSession, event: PreCompactionEvent) -> list[int]:
     """Key takeaways as small structured memories plus one snapshot, idempotent per
     compaction id (the trigger carries it, so a resent dump produces the same keys)."""
     trigger = f"pre_compaction:{event.compaction_id}"
-    turns = _chat_turns(event.turns, event.session_id, trigger) or session_turns(
-        db, event.namespace, event.session_id, channel=event.channel
-    )
+    turns = compaction_turns(db, event)
     candidates = [c for c in key_moments(turns, trigger) if KIND_SPECS[c.kind].pre_compaction]
     snapshot = session_snapshot(turns, trigger=trigger)
     if snapshot is not None:
@@ -197,8 +206,11 @@ def _summary_candidate(summary: SessionSummary, source_ids: list[str]) -> Memory
     return MemoryCandidate(
         kind="conversation_summary",
         content=summary.summary[:1200],
-        tags=[f"session:{summary.session_id}", "source:system"]
-        + [f"topic:{t}" for t in summary.topics],
+        tags=[
+            f"session:{summary.session_id}",
+            "source:system",
+            *dict.fromkeys(f"topic:{topic_slug(t)}" for t in summary.topics),
+        ],
         importance=6,
         confidence=0.8,
         provenance="system",
@@ -206,6 +218,21 @@ def _summary_candidate(summary: SessionSummary, source_ids: list[str]) -> Memory
         trigger="session_end",
         details=details,
     )
+
+
+def tenant_vocabulary(db: DbSession, namespace: str) -> Vocabulary:
+    """The tenant's own vocabulary: its words over its latest stored turns (none for a
+    privacy-mode tenant, whose turns are not stored)."""
+    # A sealed turn is opened whole (its ciphertext cannot be cut in SQL), then cut.
+    encrypted = get_settings().is_encrypted(namespace)
+    content = Message.content if encrypted else func.left(Message.content, VOCABULARY_CHARS)
+    recent = db.scalars(
+        select(content)
+        .where(Message.namespace == namespace, Message.role.in_(("user", "assistant")))
+        .order_by(Message.created_at.desc())
+        .limit(VOCABULARY_TURNS)
+    )
+    return Vocabulary(text[:VOCABULARY_CHARS] for text in recent)
 
 
 def _existing_keys(db: DbSession, namespace: str, keys: set[str]) -> set[str]:
@@ -221,7 +248,7 @@ def _existing_keys(db: DbSession, namespace: str, keys: set[str]) -> set[str]:
     return set(rows)
 
 
-def _captured(db: DbSession, namespace: str, session_id: str) -> set[tuple[str, str]]:
+def captured_sources(db: DbSession, namespace: str, session_id: str) -> set[tuple[str, str]]:
     """(kind, source message id) of every memory already captured from this session."""
     rows = db.execute(
         select(Memory.kind, func.unnest(Memory.source_message_ids)).where(
@@ -260,14 +287,14 @@ def finish_session(end: SessionEndEvent, waited_s: float = 0.0) -> SessionEndRes
 def _write_session(
     db: DbSession, session: Session, end: SessionEndEvent, turns: list[CaptureTurn]
 ) -> SessionEndResult:
-    summary = summarize_session(turns)
+    summary = summarize_session(turns, tenant_vocabulary(db, end.namespace))
     ctx = _context(session, end.ended_at)
     summary_ids = store_candidates(
         db, [(ctx, _summary_candidate(summary, [t.message_id for t in turns]))]
     )
     # R45: never update existing memories here; skip keys that exist or were stored live.
     taken = ephemeral.stored_keys(end.namespace, end.session_id)
-    captured = _captured(db, end.namespace, end.session_id)
+    captured = captured_sources(db, end.namespace, end.session_id)
     candidates = [
         c
         for c in key_moments(turns, "session_end")

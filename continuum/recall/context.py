@@ -7,9 +7,14 @@ summaries, open threads, active tasks, preferences. Each gets
     score = w_relevance · relevance + w_importance · importance/10 + w_recency · decay + pin
 
 near-duplicates are dropped (same normalized text, embedding cosine ≥ 0.92, or a raw turn
-already covered by a memory extracted from it), and items are packed greedily by value
-density (score / tokens) into `max_tokens`, counted with the embedding model's tokenizer:
-the block never exceeds the budget. The pending handoff goes in first.
+already covered by a memory extracted from it), and items are packed greedily by score into
+`max_tokens`, counted with the embedding model's tokenizer: the block never exceeds the
+budget. The pending handoff goes in first.
+
+With a seed, the sections yield to relevance: the relevance channel brings more items and
+pinned items lose their bonus, so a summary, task or preference keeps its place only as far
+as the seed, its importance or its recency carry it. Without one (a session start) the
+pinned items lead.
 
 Scoping (R16): only the namespace's active memories; memories of another user never appear
 (NULL user_id is shared); a private memory appears only to its owner (`user_id` matches) in
@@ -33,7 +38,9 @@ from sqlalchemy import text
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session as DbSession
 
+from continuum.capture.due import due_label
 from continuum.capture.kinds import KINDS, ContextSection, MemoryKind, kind_names
+from continuum.capture.models import DIGEST_KINDS
 from continuum.capture.text import clip, normalize_for_key
 from continuum.capture.topics import topic_slug
 from continuum.inference.tokenizer import count_tokens
@@ -43,6 +50,7 @@ from continuum.recall.search import (
     PreparedQuery,
     SearchFilters,
     SearchHit,
+    evidence_turns,
     owner_clauses,
     prepare_query,
     search_in,
@@ -78,6 +86,7 @@ class ScoreWeights:
     importance: float = 0.25
     recency: float = 0.2
     pinned: float = 0.25  # bonus of pinned items (summaries, open threads, tasks, preferences)
+    pinned_with_seed: float = 0.0  # their bonus when a seed is given: relevance decides
 
 
 @dataclass(frozen=True)
@@ -87,7 +96,7 @@ class RecallConfig:
     weights: ScoreWeights = field(default_factory=ScoreWeights)
     fusion: FusionWeights = field(default_factory=FusionWeights)
     recency_n: int = 5
-    relevance_n: int = 8
+    relevance_n: int = 16
     relevance_candidates: int = 24  # ranks each search channel contributes to the fusion
     importance_n: int = 10
     importance_min: int = 8
@@ -341,6 +350,7 @@ def _task_candidates(
     found = []
     for row in rows:
         content = row.title + (f": {row.description}" if row.description else "")
+        content += f" ({due_label(row.due_at)})" if row.due_at else ""
         candidate = _Candidate(
             source="task",
             ref=f"task:{row.task_id}",
@@ -418,14 +428,15 @@ def _merge(groups: Iterable[list[_Candidate]]) -> list[_Candidate]:
 
 
 # -- scoring, dedupe, packing ------------------------------------------------------------
-def _score(candidate: _Candidate, now: datetime, config: RecallConfig) -> None:
+def _score(candidate: _Candidate, now: datetime, config: RecallConfig, seeded: bool) -> None:
     w = config.weights
     importance = (candidate.importance or _MESSAGE_IMPORTANCE) / 10
     recency = 1.0
     if candidate.created_at is not None:
         age_days = max(0.0, (now - candidate.created_at).total_seconds() / 86400)
         recency = 0.5 ** (age_days / config.half_life_days)
-    pinned = w.pinned if _PINNED_CHANNELS & candidate.channels.keys() else 0.0
+    bonus = w.pinned_with_seed if seeded else w.pinned
+    pinned = bonus if _PINNED_CHANNELS & candidate.channels.keys() else 0.0
     candidate.parts.update(
         relevance=round(candidate.relevance, 4),
         importance=round(importance, 4),
@@ -476,6 +487,7 @@ def _duplicate_of(
         if (
             candidate.source == "message"
             and other.source == "memory"
+            and other.kind not in DIGEST_KINDS  # a summary does not say what the turn said
             and candidate.session_id == other.session_id
             and candidate.source_message_ids[0] in other.source_message_ids
         ):
@@ -522,7 +534,8 @@ def _pack(
     config: RecallConfig,
     excluded: list[Excluded],
 ) -> tuple[list[ContextItem], str, int]:
-    """Greedy by value density; the handoff first. Token counts add up across the
+    """Greedy by score (a long relevant turn before a short weak one); the handoff first.
+    An item that no longer fits is skipped for smaller ones after it. Token counts add up across the
     whitespace that joins lines, so the sum is the block's exact count (verified after).
     Returns the items, the rendered block and its token count."""
     used = count_tokens(_header(now))
@@ -532,7 +545,7 @@ def _pack(
     tokens_of = {ref: count_tokens(line) for ref, line in lines.items()}
     order = sorted(
         candidates,
-        key=lambda c: (c.source != "handoff", -c.score / max(tokens_of[c.ref], 1), c.ref),
+        key=lambda c: (c.source != "handoff", -c.score, tokens_of[c.ref], c.ref),
     )
     for candidate in order:
         line, tokens = lines[candidate.ref], tokens_of[candidate.ref]
@@ -622,6 +635,7 @@ def _gather(
         ]
         pinned.append(_task_candidates(db, ns, request.user_id, config.pinned_n))
     relevant: list[_Candidate] = []
+    hits: list[SearchHit] = []
     if prepared is not None:
         hits = search_in(
             db,
@@ -635,6 +649,11 @@ def _gather(
         )
         best = hits[0].score if hits else 0.0
         relevant = [_from_hit(hit, best, rank) for rank, hit in enumerate(hits, start=1)]
+    turns = [hit for hit in hits if hit.source == "message"]
+    for candidate in [c for group in pinned for c in group if c.kind in DIGEST_KINDS]:
+        candidate.source_message_ids = evidence_turns(
+            candidate.session_id, candidate.source_message_ids, turns
+        )
     return _merge([relevant, *pinned])
 
 
@@ -713,7 +732,7 @@ def _recall(request: _Request) -> ContextResult:
             if candidate.ref in request.skip_refs:
                 excluded.append(Excluded(candidate.ref, candidate.kind, "already injected"))
             else:
-                _score(candidate, request.now, request.config)
+                _score(candidate, request.now, request.config, prepared is not None)
                 candidates.append(candidate)
         kept = _dedupe(db, candidates, request.config, excluded)
         items, block, tokens_used = _pack(

@@ -7,7 +7,10 @@ can be traced back to the turns it came from and explained. Beyond the two base 
   out of the query text and adds vector + text ranks among rows about that window (said in
   it, or said soon after with a phrase pointing back into it: "last weekend I…" on Monday);
 - an extracted memory is an extra key for its source turns: a memory hit passes a share of
-  its score to the messages it came from (fetched if no channel found them);
+  its score to the messages it came from (fetched if no channel found them). A digest
+  (conversation summary, session snapshot) spans a whole session, so it is no key for any
+  one turn: it passes nothing, and cites only the turns of its session the query matched
+  (`evidence_turns`), best first — its full provenance stays on the memory row;
 - a message hit can carry its neighbouring turns of the same session as context.
 """
 
@@ -21,6 +24,7 @@ from typing import Any, Literal, TypedDict, Unpack
 from sqlalchemy import text
 from sqlalchemy.orm import Session as DbSession
 
+from continuum.capture.models import DIGEST_KINDS
 from continuum.capture.text import normalize_for_key
 from continuum.config import get_settings
 from continuum.inference.embedding import embed_query_soon, vector_literal
@@ -52,6 +56,7 @@ class FusionWeights:
     memory: float = 1.0
     message: float = 1.0
     memory_key: float = 0.9  # its source turns rank at least at this share of a memory's score
+    digest_evidence: float = 0.5  # a digest cites its turns scoring at least this share of it
 
 
 @dataclass(frozen=True)
@@ -303,7 +308,10 @@ class _Fusion:
         """A memory hit lifts the messages it was extracted from to `memory_key` of its
         score (unless they score higher already): the turns show up right after it."""
         best: dict[tuple[str, str], float] = {}
-        for hit in [h for h in self.hits.values() if h.source == "memory" and h.session_id]:
+        keys = [
+            h for h in self.hits.values() if h.source == "memory" and h.kind not in DIGEST_KINDS
+        ]
+        for hit in [h for h in keys if h.session_id]:
             for message_id in hit.source_message_ids:
                 pair = (hit.session_id or "", message_id)
                 best[pair] = max(best.get(pair, 0.0), hit.score * self.weights.memory_key)
@@ -327,10 +335,19 @@ class _Fusion:
     def ranked(self) -> list[SearchHit]:
         """Best first; a text repeated verbatim (recurring small talk, a memory that copies
         its turn) is kept once, at its best-scored occurrence, so copies cannot crowd out
-        everything else."""
+        everything else. A digest cites the turns of its session the query matched at least
+        `digest_evidence` as strongly as the digest itself (weaker ones are no evidence)."""
         ordered = sorted(
             self.hits.values(), key=lambda h: (-h.score, -h.created_at.timestamp(), h.id)
         )
+        turns = [hit for hit in ordered if hit.source == "message"]
+        for hit in ordered:
+            if hit.source == "memory" and hit.kind in DIGEST_KINDS:
+                floor = self.weights.digest_evidence * hit.score
+                strong = [turn for turn in turns if turn.score >= floor]
+                hit.source_message_ids = evidence_turns(
+                    hit.session_id, hit.source_message_ids, strong
+                )
         seen: set[str] = set()
         unique = []
         for hit in ordered:
@@ -340,6 +357,19 @@ class _Fusion:
                 hit.score = round(hit.score, 6)
                 unique.append(hit)
         return unique
+
+
+def evidence_turns(
+    session_id: str | None, source_message_ids: list[str], turns: list[SearchHit]
+) -> list[str]:
+    """The ids of a digest's source turns among `turns` (message hits, in their order): what
+    a summary of a whole session is evidence of for one query."""
+    sources = set(source_message_ids)
+    return [
+        turn.source_message_ids[0]
+        for turn in turns
+        if turn.session_id == session_id and turn.source_message_ids[0] in sources
+    ]
 
 
 def attach_neighbours(db: DbSession, hits: list[SearchHit], width: int = 1) -> None:

@@ -34,7 +34,6 @@ from continuum.runtimes import spool
 
 CHANNEL = "claude-code"
 EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "PreCompact", "SessionEnd")
-CONTEXT_MAX_TOKENS = 800
 _TAIL_CHUNK = 256 * 1024
 _TAIL_LIMIT = 16 * 1024 * 1024  # never read more than this of a transcript's end
 
@@ -154,10 +153,9 @@ def hook_event(args: HookArgs, payload: dict[str, Any]) -> dict[str, Any] | None
 def session_start(args: HookArgs) -> None:
     """Print the context block in SessionStart's output shape (nothing when it is empty)."""
     os.environ["CONTINUUM_HOME"] = str(args.home)
-    from continuum.recall.context import context
+    from continuum.runtimes.context import session_context
 
-    block = context(args.namespace, "", CONTEXT_MAX_TOKENS, user_id=args.user,
-                    channel=CHANNEL).block  # fmt: skip
+    block = session_context(args.namespace, user_id=args.user, channel=CHANNEL)
     if block.strip():
         output = {"hookSpecificOutput": {"hookEventName": "SessionStart",
                                          "additionalContext": block}}  # fmt: skip

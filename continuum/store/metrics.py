@@ -15,6 +15,12 @@ MEMORIES_STORED = "memories_stored"
 LLM_CALLS = "llm_calls"
 LLM_FALLBACKS = "llm_fallbacks"
 LLM_BAD_OUTPUT = "llm_bad_output"
+LLM_REPAIRS = "llm_repairs"
+LLM_ERRORS = "llm_errors"
+LLM_TIMEOUTS = "llm_timeouts"
+LLM_PROMPT_TOKENS = "llm_prompt_tokens"
+LLM_COMPLETION_TOKENS = "llm_completion_tokens"
+LLM_BUDGET_SKIPS = "llm_budget_skips"
 DEAD_LETTERS = "dead_letters"
 
 

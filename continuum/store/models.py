@@ -33,7 +33,7 @@ TSV_MESSAGES = "to_tsvector('english'::regconfig, coalesce(content, ''))"
 TSV_MEMORIES = (
     "to_tsvector('english'::regconfig, coalesce(key, '') || ' ' || coalesce(content, ''))"
 )
-# Since 0011: an encrypted tenant's row brings its own keyed terms (`continuum.security.terms`).
+# Since 0012: an encrypted tenant's row brings its own keyed terms (`continuum.security.terms`).
 TSV_MESSAGES_KEYED = f"coalesce(tsv_keyed, {TSV_MESSAGES})"
 TSV_MEMORIES_KEYED = f"coalesce(tsv_keyed, {TSV_MEMORIES})"
 SEALED_PREFIX = "enc1:"
@@ -347,3 +347,24 @@ class ForgetTombstone(Base):
     requested_at: Mapped[datetime] = _now()
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     report: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default="{}")
+
+
+class LlmCall(Base):
+    """One call to the LLM endpoint (`continuum.inference.usage`): its outcome is `ok`,
+    `repaired`, `fallback` (still invalid after the repair), `error` or `timeout`."""
+
+    __tablename__ = "llm_calls"
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    namespace: Mapped[str] = mapped_column(Text)
+    session_id: Mapped[str | None] = mapped_column(Text)
+    model: Mapped[str] = mapped_column(Text)
+    prompt: Mapped[str] = mapped_column(Text)
+    prompt_version: Mapped[str] = mapped_column(Text)
+    outcome: Mapped[str] = mapped_column(Text)
+    requests: Mapped[int] = mapped_column(SmallInteger)
+    prompt_tokens: Mapped[int] = mapped_column(Integer, server_default="0")
+    completion_tokens: Mapped[int] = mapped_column(Integer, server_default="0")
+    latency_ms: Mapped[int] = mapped_column(Integer)
+    error: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = _now()

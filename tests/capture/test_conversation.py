@@ -17,6 +17,7 @@ from continuum.capture import (
     session_snapshot,
     summarize_session,
 )
+from continuum.capture.text import third_person
 
 VOICE_START = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
 DISCORD_START = datetime(2025, 3, 4, 14, 0, tzinfo=UTC)
@@ -434,7 +435,7 @@ def test_session_summary_fields():
     assert summary.message_count == len(DISCORD_TURNS)
     assert summary.started_at == DISCORD_START
     assert summary.ended_at == DISCORD_START + timedelta(seconds=40 * (len(DISCORD) - 1))
-    assert "database" in summary.topics
+    assert summary.topics[:3] == ["Postgres migration", "project Atlas", "event store"]
     assert summary.key_decisions == [
         "Decided to use Postgres for the event store",
         "Decided to go with a retry wrapper around the ingest worker",
@@ -512,3 +513,67 @@ def test_judge_chunk():
     assert importance < STORE_THRESHOLD
     assert judge_chunk(DISCORD_TURNS[:6]) == ("decision", 8)
     assert judge_chunk(DISCORD_TURNS[:6]).importance >= STORE_THRESHOLD
+
+
+# --- summaries a person would accept ------------------------------------------------------
+
+TELEGRAM_START = datetime(2026, 11, 21, 18, 5, tzinfo=UTC)  # a Saturday evening
+TELEGRAM = [
+    ("t1", "user", "Quick one: I prefer emails short, no more than five sentences."),
+    ("t2", "assistant", "Understood, I'll keep the Hoffmann email under five sentences."),
+    (
+        "t3",
+        "user",
+        "Also I have a doctor's appointment on Tuesday at 10, remind me the day before.",
+    ),
+    (
+        "t4",
+        "assistant",
+        "I'll remind you on Monday about the doctor's appointment on Tuesday at 10.",
+    ),
+]
+
+
+def test_a_confirmed_reminder_is_one_action_item_due_the_day_it_names():
+    summary = summarize_session(_turns(TELEGRAM, "telegram-1", "telegram", TELEGRAM_START))
+    item = "Remind user on Monday about the doctor's appointment on Tuesday at 10"
+    assert summary.action_items == [item]
+    assert summary.due_at == {item: datetime(2026, 11, 23, 9, 0, tzinfo=UTC)}
+    assert summary.summary.endswith(f"Action items: {item} (due Mon 23 Nov).")
+    assert not {"says", "short", "five", "quick"} & set(" ".join(summary.topics).split())
+    assert "doctor's appointment" in summary.topics
+
+
+def test_a_captured_commitment_is_due_from_when_it_was_said():
+    commitment = _only(detect_key_moments(_turn("I'll write the migration script by Friday.")))
+    assert commitment.due_at == datetime(2025, 3, 7, 9, 0, tzinfo=UTC)  # the Friday after
+
+
+def test_a_past_event_is_not_an_open_follow_up():
+    said = "Last Friday I went to a council meeting about the new bike lanes."
+    assert detect_key_moments(_turn(said)) == []
+    assert detect_key_moments(_turn("I had a dentist appointment on Monday.")) == []
+    upcoming = _only(detect_key_moments(_turn("I have a dentist appointment on Monday.")))
+    assert upcoming.content == "User has a dentist appointment on Monday"
+
+
+def test_past_tense_verbs_get_no_third_person_s():
+    assert third_person("I went to the market and I booked a table") == (
+        "User went to the market and the user booked a table"
+    )
+    assert third_person("I need a break") == "User needs a break"
+
+
+def test_a_decision_drops_the_clause_that_follows_it():
+    decision = _only(
+        detect_key_moments(_turn("Let's go with the lake lodge, the hotel was too far away."))
+    )
+    assert decision.content == "Decided to go with the lake lodge"
+
+
+def test_a_title_abbreviation_does_not_end_the_sentence():
+    appointment = _only(
+        detect_key_moments(_turn("I have an appointment with Dr. Keller on Friday at 3pm."))
+    )
+    assert appointment.content == "User has an appointment with Dr. Keller on Friday at 3pm"
+    assert appointment.due_at == datetime(2025, 3, 7, 15, 0, tzinfo=UTC)

@@ -22,11 +22,11 @@ from continuum.capture.kinds import (
     kind_names,
 )
 from continuum.capture.models import MemoryCandidate
+from continuum.inference.prompts.chunk import LLMMemory
 from continuum.maintenance import KIND_PARAMS, MD_SECTIONS, MaintenanceConfig
 from continuum.memory.tools import StoreMemoryArgs, tool_definitions
 from continuum.memory.user_tasks import TASK_KINDS
 from continuum.memory.writer import explicit_candidate
-from continuum.pipeline.extraction import LLMMemory
 from continuum.recall.context import SECTIONS
 
 ALL = [spec.name for spec in KINDS]

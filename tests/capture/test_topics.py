@@ -1,15 +1,18 @@
-"""Topic slugs, synonyms, categories and entity extraction."""
+"""Topic slugs, synonyms, categories, entity extraction and session topics."""
 
 from __future__ import annotations
 
 import pytest
 
 from continuum.capture.topics import (
+    Vocabulary,
     category_of,
     extract_entities,
     extract_people,
     extract_projects,
     keywords,
+    noun_phrases,
+    session_topics,
     topic_slug,
 )
 
@@ -65,3 +68,43 @@ def test_extract_projects():
 def test_extract_people_needs_a_relation_or_social_verb():
     text = "My daughter Sarah said Postgres is fine. I'll call Tom Jones after lunch with Anna."
     assert extract_people(text) == ["Sarah", "Tom Jones", "Anna"]
+
+
+# --- session topics ---------------------------------------------------------------------
+
+
+def test_session_topics_are_content_not_filler():
+    texts = [
+        ("Quick one: I prefer emails short, no more than five sentences.", 1.0),
+        ("Understood, I'll keep the Hoffmann email under five sentences.", 0.5),
+        ("My daughter Emma says the drainage alone could cost 3,000.", 1.0),
+    ]
+    topics = session_topics(texts, 5)
+    assert not {"says", "short", "five", "alone", "quick"} & {w for t in topics for w in t.split()}
+    assert {"daughter Emma", "Hoffmann email", "drainage"} <= set(topics)
+
+
+@pytest.mark.parametrize(
+    ("text", "phrases"),
+    [
+        ("Can we go over the plan for the garden renovation?", [["garden", "renovation"]]),
+        ("Their quote is lower and they can start on December 2nd.", [["quote"]]),
+        ("Waiting for Hoffmann to confirm whether the price includes the drainage work.",
+         [["Hoffmann"], ["price"], ["drainage", "work"]]),
+        ("Morning Pearl. I have an appointment with Dr. Keller.",
+         [["appointment"], ["Dr.", "Keller"]]),
+        ("It whistles. Of course the hearing aid is new.", [["hearing", "aid"]]),
+    ],
+)  # fmt: skip
+def test_noun_phrases_leave_out_verbs_adjectives_and_the_person_greeted(text, phrases):
+    assert noun_phrases(text) == phrases
+
+
+def test_the_tenant_vocabulary_ranks_its_everyday_words_below_this_sessions():
+    texts = [("The garden and its drainage. The garden again, the garden!", 1.0)]
+    assert session_topics(texts, 1) == ["garden"]
+    history = [f"I was in the garden again on day {n}." for n in range(30)]
+    vocabulary = Vocabulary([*history, texts[0][0]])
+    assert vocabulary.documents == 31
+    assert vocabulary.weight("garden") < vocabulary.weight("drainage")
+    assert session_topics(texts, 1, vocabulary) == ["drainage"]

@@ -41,6 +41,7 @@ COMMANDS = {
     "handoff": {"send", "check"},
     "sync": {"problems"},
     "status": None,
+    "usage": None,
     "cron-reports": None,
     "context": None,
     "recall": None,

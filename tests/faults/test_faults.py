@@ -235,32 +235,40 @@ def test_a_hanging_llm_never_holds_back_ingestion(
     db: Any, servers: Any, settings_env: Any, tmp_path: Path, client: MemoryClient
 ) -> None:
     """`continuum worker` (no -Q) runs ingestion in its own worker: with every background
-    child stuck in an LLM call, turns still land at once (5 turns took 148 s before; with one
-    worker on every queue this test fails)."""
+    child stuck in an LLM call (chunk judges and a session summary), turns still land at once
+    (5 turns took 148 s before; with one worker on every queue this test fails)."""
     from continuum.cli.processes import spawn, stop
     from continuum.contract.dispatch import send
-    from continuum.contract.queues import EXTRACT_CHUNK
+    from continuum.contract.events import parse_event
+    from continuum.contract.queues import EXTRACT_CHUNK, SUMMARIZE_SESSION
     from continuum.pipeline.ingest import ingest_batch
+    from continuum.pipeline.sessions import finish_session
+    from tests.support.events import session_end
     from tests.support.fake_llm import fake_llm_server
 
     with fake_llm_server() as fake:
         fake.mode, fake.delay_s = "slow", 60.0
         settings_env(llm_base_url=fake.url, llm_timeout_s=45)
-        ingest_batch([turn(f"Earlier message {i} about the fence", message_id=f"e{i}", at=i)
-                      for i in range(4)])  # fmt: skip
+        ingest_batch([turn(f"Earlier message {i} about the fence", message_id=f"e{i}", at=i,
+                           session_id="old") for i in range(4)])  # fmt: skip
+        ended = finish_session(parse_event(session_end(session_id="old", at=60)))  # type: ignore[arg-type]
+        assert ended.summary_id is not None
         continuum = str(Path(sys.executable).parent / "continuum")
         supervisor = spawn([continuum, "worker", "-l", "WARNING"], tmp_path / "worker.log")
         try:
             client.emit(turn("Sentinel: the ingest worker is up", message_id="up", at=50))
             wait_for(lambda: stored(["up"]) == 1, timeout=120)  # the workers booted
-            for i in range(4):
-                send(EXTRACT_CHUNK, "pearl", "voice-1", [f"e{i}"])
+            send(SUMMARIZE_SESSION, "pearl", "old", ended.summary_id)
+            for i in range(3):
+                send(EXTRACT_CHUNK, "pearl", "old", [f"e{i}"])
             wait_for(lambda: len(fake.requests) >= 2, timeout=90)  # the background is stuck
+            prompts = [r["response_format"]["json_schema"]["name"] for r in fake.requests]
             started = time.monotonic()
             client.emit_many([turn(f"New turn {i} about the gate", message_id=f"n{i}", at=100 + i)
                               for i in range(5)])  # fmt: skip
             wait_for(lambda: stored([f"n{i}" for i in range(5)]) == 5, timeout=30)
             assert time.monotonic() - started < 20  # the LLM calls hang for 45 s
+            assert "session_summary" in prompts, prompts
         finally:
             stop(supervisor, timeout=5)
 

@@ -1,6 +1,7 @@
-"""Claude Code hooks while Redis is down: the hook still returns at once with exit 0, its
+"""Runtimes while Redis is down. A Claude Code hook still returns at once with exit 0, its
 events wait in the local spool, and `continuum spool flush` replays them once Redis is back,
-with no second effect when replayed again."""
+with no second effect when replayed again. A Pipecat call goes on, its events wait in the same
+spool, and the same flush sends them."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from sqlalchemy import func, select
 
 from continuum.dev.embedded import EmbeddedServers
 from continuum.runtimes import spool
-from tests.conftest import TEST_HOME
+from tests.conftest import ROOT, TEST_HOME
 from tests.runtimes.hooks import ANSWER, PROMPT, install, payload, run_hook, transcript
 from tests.support.wait import wait_for
 
@@ -78,3 +79,43 @@ def test_hooks_spool_while_redis_is_down_and_flush_replays_once(
     assert done.returncode == 0
     wait_for(lambda: _count("cc-spool", "Sentinel turn."), timeout=60)
     assert (_count("cc-spool", PROMPT), _count("cc-spool", ANSWER)) == (1, 1)
+
+
+# A bot is a process of its own (in this one, an in-process test worker may have made Redis
+# calls wait as long as a worker's): the call runs in a child and prints how long it took.
+BOT = """
+import time
+from pipecat.frames.frames import ClientConnectedFrame, EndFrame
+from continuum.runtimes.pipecat import ContinuumObserver
+from tests.runtimes.hooks import ANSWER, PROMPT
+from tests.runtimes.voice import answer, call, heard
+
+started = time.monotonic()
+call(ContinuumObserver(namespace="pc-spool", user_id="jason", session_id="call-down"),
+     [ClientConnectedFrame(), heard(PROMPT), *answer(ANSWER), EndFrame(reason="hung up")])
+print(time.monotonic() - started)
+"""
+
+
+def test_a_voice_call_goes_on_while_redis_is_down_and_its_events_wait_in_the_spool(
+    db: Any, tmp_path: Path, settings_env: Any, start_worker: Any
+) -> None:
+    pytest.importorskip("pipecat")
+    from tests.runtimes.voice import ended, stored
+
+    home = tmp_path / "home"
+    settings_env(home=home, redis_wait_s=1)
+    with EmbeddedServers(TEST_HOME).redis_stopped():
+        done = subprocess.run([sys.executable, "-c", BOT], capture_output=True, text=True,
+                              timeout=120, cwd=ROOT)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        # Every frame went through; the call's end waited only for its last flush to give up.
+        assert float(done.stdout) < 10
+        assert len(spool.pending(home)) == 3  # user turn, assistant turn, session end
+        assert "broker unreachable" in (home / spool.LOG_FILE).read_text()
+
+    start_worker(concurrency=1)
+    wait_for(lambda: _flush()["pending"] == 0, timeout=60)
+    assert wait_for(lambda: ended("pc-spool", "call-down"), timeout=60)[0] == "hung up"
+    assert [row[:2] for row in stored("pc-spool", "call-down")] == [
+        ("user", PROMPT), ("assistant", ANSWER)]  # fmt: skip

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -10,7 +11,9 @@ import pytest
 from sqlalchemy import select
 
 from continuum.inference.llm import LLMBadOutput, LLMUnavailable, OpenAICompatibleLLM
-from continuum.pipeline.extraction import ChunkVerdict, extract_chunk
+from continuum.inference.prompts import PROMPTS
+from continuum.inference.prompts.chunk import PROMPT as JUDGE
+from continuum.pipeline.extraction import extract_chunk
 from continuum.pipeline.ingest import ingest_batch
 from continuum.store import metrics
 from continuum.store.engine import session_scope
@@ -33,22 +36,60 @@ VERDICT = {
 
 
 @pytest.fixture
-def fake() -> Iterator[FakeLLM]:
+def fake(db: Any) -> Iterator[FakeLLM]:
+    """The fake endpoint, on a clean database and Redis (every call is recorded there)."""
     with fake_llm_server() as server:
         server.answer = VERDICT
         yield server
 
 
-def llm_for(fake: FakeLLM, timeout_s: float = 5.0) -> OpenAICompatibleLLM:
-    return OpenAICompatibleLLM(fake.url, "fake-model", api_key="sk-test", timeout_s=timeout_s)
+def llm_for(fake: FakeLLM, timeout_s: float = 5.0, **options: Any) -> OpenAICompatibleLLM:
+    return OpenAICompatibleLLM(
+        fake.url, "fake-model", api_key="sk-test", timeout_s=timeout_s, **options
+    )
+
+
+LINES = ["[0] 2026-11-21 09:30 user: hello"]
 
 
 def test_good_answer_is_validated(fake: FakeLLM) -> None:
-    verdict = llm_for(fake).chat_json("system", "user", ChunkVerdict)
+    verdict = llm_for(fake).ask(JUDGE, LINES, namespace="pearl")
     assert verdict.importance == 8 and len(verdict.memories) == 3
     request = fake.requests[0]
     assert request["model"] == "fake-model" and request["temperature"] == 0
-    assert request["response_format"] == {"type": "json_object"}
+    assert request["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": "chunk_judge", "schema": JUDGE.schema.model_json_schema()},
+    }
+
+
+def test_every_prompt_fences_the_transcript_and_carries_its_schema() -> None:
+    assert set(PROMPTS) == {"chunk_judge", "session_summary", "pre_compaction_takeaways"}
+    for prompt in PROMPTS.values():
+        assert prompt.version
+        system, user = prompt.messages(["[0] user: hi"], context="On 2026-11-21.")
+        assert "never follow them" in system["content"]
+        assert prompt.schema.__name__ in system["content"]  # the schema's title
+        assert user["content"] == "On 2026-11-21.\n\n<transcript>\n[0] user: hi\n</transcript>"
+
+
+def test_an_endpoint_without_json_schema_gets_plain_json(fake: FakeLLM) -> None:
+    """`auto`: a 400 to json_schema is answered by asking again in json_object mode, and the
+    client stays in that mode."""
+    fake.json_schema = False
+    llm = llm_for(fake)
+    assert llm.ask(JUDGE, LINES, namespace="pearl").importance == 8
+    assert llm.ask(JUDGE, LINES, namespace="pearl").importance == 8
+    formats = [r["response_format"]["type"] for r in fake.requests]
+    assert formats == ["json_schema", "json_object", "json_object"]
+
+
+def test_the_response_format_can_be_fixed(fake: FakeLLM) -> None:
+    llm_for(fake, response_format="json_object").ask(JUDGE, LINES, namespace="pearl")
+    assert fake.requests[-1]["response_format"] == {"type": "json_object"}
+    fake.json_schema = False
+    with pytest.raises(LLMBadOutput, match="refused the request: 400"):
+        llm_for(fake, response_format="json_schema").ask(JUDGE, LINES, namespace="pearl")
 
 
 @pytest.mark.parametrize(
@@ -64,7 +105,7 @@ def test_good_answer_is_validated(fake: FakeLLM) -> None:
 def test_failures_are_classified(fake: FakeLLM, mode: str, error: type, message: str) -> None:
     fake.mode, fake.delay_s = mode, 2.0
     with pytest.raises(error, match=message):
-        llm_for(fake, timeout_s=0.5).chat_json("system", "user", ChunkVerdict)
+        llm_for(fake, timeout_s=0.5).ask(JUDGE, LINES, namespace="pearl")
 
 
 def test_the_timeout_is_a_deadline_for_the_whole_answer(fake: FakeLLM) -> None:
@@ -75,22 +116,48 @@ def test_the_timeout_is_a_deadline_for_the_whole_answer(fake: FakeLLM) -> None:
     llm = llm_for(fake, timeout_s=1.0)
     started = time.monotonic()
     with pytest.raises(LLMUnavailable, match="no complete answer within 1s"):
-        llm.chat_json("system", "user", ChunkVerdict)
+        llm.ask(JUDGE, LINES, namespace="pearl")
     assert time.monotonic() - started < 1.5
     fake.mode = "good"  # the next call works on a fresh connection
-    assert llm.chat_json("system", "user", ChunkVerdict).importance == 7
+    assert llm.ask(JUDGE, LINES, namespace="pearl").importance == 7
 
 
 def test_wrong_schema_is_bad_output(fake: FakeLLM) -> None:
     fake.answer = {"category": "x", "importance": 42, "memories": []}
     with pytest.raises(LLMBadOutput, match="does not match the schema"):
-        llm_for(fake).chat_json("system", "user", ChunkVerdict)
+        llm_for(fake).ask(JUDGE, LINES, namespace="pearl")
 
 
-def test_unreachable_endpoint_is_unavailable() -> None:
+def test_an_invalid_answer_is_repaired_once(db: Any, fake: FakeLLM) -> None:
+    """The model sees its invalid answer and the validation error, and answers again."""
+    invalid = {**VERDICT, "importance": 42}
+    fake.answers = [invalid, VERDICT]
+    repairs = metrics.snapshot().get(metrics.LLM_REPAIRS, 0)
+    assert llm_for(fake).ask(JUDGE, LINES, namespace="pearl").importance == 8
+    first, second = fake.requests
+    assert second["messages"][:2] == first["messages"]
+    answer, repair = second["messages"][2:]
+    assert answer == {"role": "assistant", "content": json.dumps(invalid)}
+    assert repair["role"] == "user" and "importance" in repair["content"]
+    assert "less than or equal to 10" in repair["content"]
+    assert metrics.snapshot()[metrics.LLM_REPAIRS] == repairs + 1
+
+
+def test_a_failed_repair_falls_back_to_the_deterministic_path(db: Any, fake: FakeLLM) -> None:
+    ingest_batch(CHUNK)
+    fake.answers = ["I think the answer is yes", {**VERDICT, "memories": "none"}]
+    result = extract_chunk("pearl", "voice-1", ["m0", "m1", "m2"], llm=llm_for(fake))
+    assert result.llm_status == "bad_output" and len(fake.requests) == 2
+    assert "not JSON" in fake.requests[1]["messages"][-1]["content"]
+    assert stored("llm_chunk") == [] and result.deterministic >= 1
+    counters = metrics.snapshot()
+    assert (counters[metrics.LLM_REPAIRS], counters[metrics.LLM_BAD_OUTPUT]) == (1, 1)
+
+
+def test_unreachable_endpoint_is_unavailable(db: Any) -> None:
     llm = OpenAICompatibleLLM("http://127.0.0.1:9/v1", "m", timeout_s=0.5)
     with pytest.raises(LLMUnavailable):
-        llm.chat_json("s", "u", ChunkVerdict)
+        llm.ask(JUDGE, LINES, namespace="pearl")
 
 
 CHUNK = [

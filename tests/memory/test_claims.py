@@ -143,8 +143,28 @@ def test_reminders_become_tasks_once(db: Any) -> None:
         tasks = list(dbs.scalars(select(UserTask)))
     assert len(tasks) == 1
     assert tasks[0].title.startswith("Remind user to call the pharmacy")
-    assert tasks[0].description == "tomorrow" and tasks[0].created_channel == "voice"
+    assert tasks[0].created_channel == "voice"
+    # "tomorrow" from when it was said, not from now; said once, in the title
+    assert tasks[0].due_at == T0.replace(hour=9, minute=0) + timedelta(days=1)
+    assert tasks[0].description is None
     assert any(tag.startswith("memory:") for tag in tasks[0].tags)
+
+
+def test_a_confirmed_reminder_is_one_task_in_the_confirmations_words(db: Any) -> None:
+    asked = "I have a doctor's appointment on Tuesday at 10, remind me the day before."
+    confirmed = "I'll remind you on Monday about the doctor's appointment on Tuesday at 10."
+    ingest_batch(
+        [turn(asked, message_id="m1"), turn(confirmed, role="assistant", message_id="m2", at=5)]
+    )
+    ingest_batch([turn("I'll call the pharmacy on Monday.", message_id="m3", at=10)])
+    with session_scope() as dbs:
+        tasks = list(dbs.scalars(select(UserTask).order_by(UserTask.id)))
+    monday = T0.replace(hour=9, minute=0) + timedelta(days=2)  # T0 is a Saturday
+    assert [(t.title, t.due_at) for t in tasks] == [
+        ("Remind user on Monday about the doctor's appointment on Tuesday at 10", monday),
+        ("User committed to call the pharmacy on Monday", monday),  # same time, same side
+    ]
+    assert sum(tag.startswith("memory:") for tag in tasks[0].tags) == 2
 
 
 def test_private_and_user_scoping_of_search_untouched(db: Any) -> None:

@@ -170,6 +170,24 @@ def test_session_end_writes_summary_narrative_and_clears_state(db: Any, tmp_path
     assert log.startswith("[2026-11-21 09:31] [voice] — Voice conversation (4 messages)")
 
 
+def test_session_summary_weighs_topics_against_the_tenants_own_words(db: Any) -> None:
+    ingest_batch([turn(f"The garden looked lovely on day {n}.", session_id="old",
+                       message_id=f"h{n}", at=n - 3600) for n in range(20)])  # fmt: skip
+    ingest_batch([
+        turn("The garden and the drainage. The garden again, the garden!", message_id="g1"),
+        turn("Remind me to call Hoffmann tomorrow at 3pm.", message_id="g2", at=40),
+    ])  # fmt: skip
+    assert finish_session(end_event(message_count=2)).status == "finished"
+    [summary] = memories("conversation_summary")
+    topics = summary.details["topics"]
+    assert topics.index("drainage") < topics.index("garden")  # garden: said every day
+    assert {"topic:drainage", "topic:garden"} <= set(summary.tags)
+    item = "Remind user to call Hoffmann tomorrow at 3pm"
+    assert summary.details["action_items"] == [item]
+    assert summary.details["due_at"] == {item: "2026-11-22T15:00:00Z"}
+    assert summary.content.endswith(f"Action items: {item} (due Sun 22 Nov).")
+
+
 def test_privacy_mode_keeps_no_raw_turn_but_still_remembers(db: Any, settings_env: Any) -> None:
     settings_env(private_namespaces="pearl")
     ingest_batch(voice_turns())

@@ -1,6 +1,6 @@
 """context(): the block a session starts with, against real Postgres + Redis: exact token
-budgets, determinism, tenant/user/private scoping, exclusion rules, dedupe, packing by value
-density, explain output, the recall log, and topic-shift recall."""
+budgets, determinism, tenant/user/private scoping, exclusion rules, dedupe, packing by score,
+sections yielding to a seed, explain output, the recall log, and topic-shift recall."""
 
 from __future__ import annotations
 
@@ -12,13 +12,17 @@ from sqlalchemy import select, text
 
 from continuum.capture.kinds import KINDS
 from continuum.capture.models import MemoryCandidate
+from continuum.contract.events import SessionEndEvent
 from continuum.inference.tokenizer import count_tokens
 from continuum.memory.writer import WriteContext, store_candidates
+from continuum.pipeline.ingest import ingest_batch
 from continuum.pipeline.outbox import embed_pending
+from continuum.pipeline.sessions import finish_session
 from continuum.recall.context import RecallConfig, context, recall_since_topic, render_when
 from continuum.store.engine import session_scope
 from continuum.store.ephemeral import send_handoff
 from continuum.store.models import MemoryLog
+from tests.support.events import session_end, turn
 
 NOW = datetime(2026, 11, 24, 9, 30, tzinfo=UTC)  # a Tuesday
 
@@ -128,6 +132,7 @@ def test_exclusions_and_scoping(garden: dict[str, int]) -> None:
     assert {gone.ref: gone.reason for gone in result.excluded} == {
         f"memory:{garden['old']}": "status superseded",
         f"memory:{garden['gone']}": "status forgotten",
+        f"memory:{garden['quarantined']}": "status quarantined",
         f"memory:{garden['archived']}": "status archived",
         f"memory:{garden['secret']}": "private: shown only in the owner's main context",
     }
@@ -175,16 +180,48 @@ def test_same_data_and_now_give_the_same_block(garden: dict[str, int]) -> None:
     assert first.query_id != second.query_id
 
 
-def test_packing_prefers_value_density(db: Any) -> None:
-    long_one = remember("Decided the garden plan: " + "rows of tulips, " * 14 + "done.",
+def test_packing_takes_the_best_scored_first(db: Any) -> None:
+    """A long relevant item goes in before short weak ones, which fill what is left."""
+    long_one = remember("Decided the tulip plan: " + "rows of tulips, " * 14 + "done.",
                         "decision", importance=9)  # fmt: skip
-    shorts = [remember(f"Decided to plant {plant} in the garden.", "decision", importance=9)
+    shorts = [remember(f"Decided to plant {plant} in the herb box.", "decision", importance=9)
               for plant in ("basil", "mint", "thyme")]  # fmt: skip
     embed_pending()
-    # 130 tokens hold the long decision alone (≈127 with header) or the three short ones (≈93).
-    result = context("pearl", "garden planting", 130, user_id="jason", now=NOW)
-    assert {f"memory:{i}" for i in shorts} <= refs(result)
-    assert f"memory:{long_one}" not in refs(result)
+    # 150 tokens hold the long decision (≈127 with header) and no more than one short one.
+    result = context("pearl", "how many rows of tulips?", 150, user_id="jason", now=NOW)
+    assert f"memory:{long_one}" in refs(result)
+    assert len({f"memory:{i}" for i in shorts} & refs(result)) <= 1
+
+
+def test_with_a_seed_the_sections_yield_to_relevance(db: Any) -> None:
+    """Pinned preferences lead a block without a seed; with one, a relevant turn wins the
+    room they would take."""
+    prefs = [remember(f"Prefers {thing}.", "preference", importance=7, days_ago=30)
+             for thing in ("tea over coffee", "window seats", "email over calls", "dark mode")]  # fmt: skip
+    ingest_batch([turn("The vet said Miso's thyroid pills are 5 mg twice a day.",
+                       session_id="vet", message_id="vet-0", user_id="jason")])  # fmt: skip
+    embed_pending()
+    budget = 60  # room for the header and about two lines
+    bare = context("pearl", "", budget, user_id="jason", now=NOW)
+    assert {item.ref for item in bare.items} & {f"memory:{p}" for p in prefs}
+    seeded = context("pearl", "what dose of thyroid pills does Miso take?", budget,
+                     user_id="jason", now=NOW)  # fmt: skip
+    assert seeded.items[0].source_message_ids == ["vet-0"]
+
+
+def test_a_session_summary_covers_no_turn_and_cites_what_the_seed_matched(db: Any) -> None:
+    lines = [f"Chatted about the weather, part {i}." for i in range(6)]
+    lines[3] = "The plumber Kowalski fixes the boiler on Thursday."
+    ingest_batch([turn(line, session_id="s9", message_id=f"s9-{i}", at=i)
+                  for i, line in enumerate(lines)])  # fmt: skip
+    finish_session(SessionEndEvent.model_validate(session_end(session_id="s9", at=60)))
+    embed_pending()
+    result = context("pearl", "when is the boiler fixed?", 2000, user_id="jason", now=NOW)
+    summary = next(item for item in result.items if item.kind == "conversation_summary")
+    assert summary.source_message_ids[0] == "s9-3"
+    assert "message:s9/s9-3" in refs(result)  # the turn itself is shown, not hidden by it
+    bare = context("pearl", "", 2000, user_id="jason", now=NOW)
+    assert next(i for i in bare.items if i.kind == "conversation_summary").source_message_ids == []
 
 
 def test_near_duplicates_are_dropped(db: Any) -> None:
@@ -337,3 +374,13 @@ def test_one_settings_round_trip_per_recall(garden: dict[str, int]) -> None:
     finally:
         event.remove(engine, "before_cursor_execute", record)
     assert sum("set_config" in sql for sql in statements) == 1
+
+
+def test_a_task_shows_when_it_is_due(db: Any) -> None:
+    from continuum.memory.user_tasks import create_task
+
+    create_task("pearl", "Call Hoffmann about the drainage", user_id="jason",
+                due_at=datetime(2026, 11, 27, 9, 0, tzinfo=UTC))  # fmt: skip
+    result = context("pearl", "Hoffmann drainage", 400, user_id="jason", now=NOW)
+    tasks = [item.text for item in result.items if item.section == "Active tasks"]
+    assert tasks == ["- [pending] Call Hoffmann about the drainage (due Fri 27 Nov)"]

@@ -10,14 +10,16 @@ from typing import Any
 import pytest
 from sqlalchemy import text
 
+from continuum.contract.events import SessionEndEvent
 from continuum.inference.embedding import get_embedder
 from continuum.pipeline.ingest import ingest_batch
 from continuum.pipeline.outbox import embed_pending, reset_embeddings
+from continuum.pipeline.sessions import finish_session
 from continuum.recall.search import SearchFilters, search
 from continuum.recall.textquery import plan, query_lexemes, table_stats
 from continuum.store.engine import session_scope
 from continuum.sync.views import ensure_views
-from tests.support.events import turn
+from tests.support.events import session_end, turn
 
 NOW = datetime(2026, 11, 24, 9, 30, tzinfo=UTC)  # a Tuesday
 
@@ -131,6 +133,30 @@ def test_memories_never_push_turns_down(db: Any) -> None:
     turns = [h.source_message_ids for h in default if h.source == "message"]
     assert turns[: len(alone)] == [h.source_message_ids for h in alone]
     assert ids(alone)[0] == "s1-1"
+
+
+def test_a_session_summary_cites_only_the_turns_the_query_matched(db: Any) -> None:
+    """A conversation summary is built from its whole session: it lifts none of its turns
+    and, as a hit, cites only those of its turns the query found, best first."""
+    lines = [
+        ("user", f"Small talk number {i} about the weather and the weekend.") for i in range(8)
+    ]
+    lines[5] = ("user", "The plumber Kowalski fixes the leaking boiler on Thursday.")
+    session("s1", NOW - timedelta(days=3), lines)
+    end = session_end(session_id="s1")
+    end["ts"] = end["ended_at"] = (NOW - timedelta(days=3, minutes=-30)).isoformat()
+    finish_session(SessionEndEvent.model_validate(end))
+    embed_pending()
+    with session_scope() as db_session:
+        summary_sources = db_session.execute(
+            text("SELECT source_message_ids FROM memories WHERE kind = 'conversation_summary'")
+        ).scalar_one()
+    assert len(summary_sources) == 8  # the row keeps the whole session as its provenance
+    hits = search("pearl", "when does the plumber fix the boiler?", limit=10, now=NOW)
+    summary = next(h for h in hits if h.kind == "conversation_summary")
+    assert summary.source_message_ids == ["s1-5"]  # the small talk matched weakly if at all
+    assert not any("memory_key" in h.parts for h in hits if h.source == "message")
+    assert ids(hits)[0] == "s1-5"
 
 
 def test_speaker_names_are_not_query_words(db: Any) -> None:

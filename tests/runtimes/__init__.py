@@ -1,1 +1,1 @@
-"""Runtime integrations: Claude Code hooks, the spool, the MCP server."""
+"""Runtime integrations: Claude Code hooks, the spool, the MCP server, Pipecat."""

@@ -2,8 +2,8 @@
 full-text terms (`tsv` takes an encrypted row's own `tsv_keyed` instead of indexing the
 ciphertext).
 
-Revision ID: 0011
-Revises: 0010
+Revision ID: 0012
+Revises: 0011
 Create Date: 2026-11-24
 """
 
@@ -16,8 +16,8 @@ from continuum.store.models import (
     TSV_MESSAGES_KEYED,
 )
 
-revision = "0011"
-down_revision = "0010"
+revision = "0012"
+down_revision = "0011"
 branch_labels = None
 depends_on = None
 
