@@ -16,14 +16,10 @@ import re
 from datetime import date, datetime, time, timedelta
 
 from continuum.capture.text import parse_number
-from continuum.recall.timeparse import MONTHS, WEEKDAYS
+from continuum.recall.timeparse import MONTH_PATTERN, WEEKDAYS, month_number
 
 _I = re.IGNORECASE
 _WEEKDAY = "|".join(WEEKDAYS)
-_MONTH = (
-    r"jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|"
-    r"sept?(?:ember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?"
-)
 _PARTS = "morning|afternoon|evening|night"
 _DAY_PART_HOURS = {"morning": 9, "afternoon": 14, "evening": 18, "night": 20, "tonight": 20}
 DEFAULT_HOUR = 9
@@ -41,8 +37,8 @@ _DATES = re.compile(
             r"\b(?P<week>this|next)\s+week(?P<weekend>end)?\b",
             r"\b(?:the\s+)?end\s+of\s+(?:the\s+|this\s+)?(?P<end>day|week|month)\b",
             r"\bnext\s+month\b(?P<next_month>)",
-            rf"\b(?P<month>{_MONTH})\.?\s+(?P<day>\d{{1,2}})(?:st|nd|rd|th)?\b",
-            rf"\b(?P<day2>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<month2>{_MONTH})\b",
+            rf"\b(?P<month>{MONTH_PATTERN})\.?\s+(?P<day>\d{{1,2}})(?:st|nd|rd|th)?\b",
+            rf"\b(?P<day2>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<month2>{MONTH_PATTERN})\b",
             r"\b(?P<iso>\d{4}-\d{2}-\d{2})\b",
         )
     ),
@@ -74,10 +70,6 @@ def _month_day(said: date, month: int, day: int) -> date:
     """The next `month`/`day` on or after the day it was said."""
     found = date(said.year, month, day)
     return found if found >= said else date(said.year + 1, month, day)
-
-
-def _month_of(word: str) -> int:
-    return next(i for i, name in enumerate(MONTHS, start=1) if name.startswith(word[:3].lower()))
 
 
 def _date_of(m: re.Match[str], said: date) -> tuple[date, str | None]:
@@ -113,7 +105,7 @@ def _date_of(m: re.Match[str], said: date) -> tuple[date, str | None]:
     if g["iso"]:
         return date.fromisoformat(g["iso"]), None
     month, day = (g["month"], g["day"]) if g["month"] else (g["month2"], g["day2"])
-    return _month_day(said, _month_of(month), int(day)), None
+    return _month_day(said, month_number(month), int(day)), None
 
 
 def _clock(m: re.Match[str]) -> time:

@@ -43,7 +43,11 @@ _FUZZ = {"day": timedelta(days=1), "week": timedelta(days=4), "month": timedelta
          "year": timedelta(days=183)}  # fmt: skip
 _UNIT = {"day": timedelta(days=1), "week": timedelta(weeks=1), "month": timedelta(days=30.44),
          "year": timedelta(days=365.25)}  # fmt: skip
-_MONTH_WORD = r"(?P<month>jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sept?(?:ember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+MONTH_PATTERN = (  # a month's name or its abbreviation, as a regex alternation
+    r"jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|"
+    r"sept?(?:ember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?"
+)
+_MONTH_WORD = rf"(?P<month>{MONTH_PATTERN})"
 _COUNT = r"(?P<n>\d+|a couple of|couple of|a few|few|several|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
 
 
@@ -96,7 +100,8 @@ def _month_span(year: int, month: int, now: datetime) -> tuple[datetime, datetim
     return _midnight(date(year, month, 1), now), _midnight(end, now)
 
 
-def _month_number(word: str) -> int:
+def month_number(word: str) -> int:
+    """1-12 for a word `MONTH_PATTERN` matches."""
     return _MONTH_ABBR[word.lower()[:4] if word.lower().startswith("sept") else word.lower()[:3]]
 
 
@@ -195,7 +200,7 @@ def _season(m: re.Match[str], now: datetime) -> tuple[datetime, datetime]:
 
 
 def _month_day(m: re.Match[str], now: datetime) -> tuple[datetime, datetime]:
-    month, day = _month_number(m.group("month")), int(m.group("day"))
+    month, day = month_number(m.group("month")), int(m.group("day"))
     year = int(m.group("year")) if m.group("year") else now.year
     if not m.group("year") and date(year, month, min(day, 28)) > now.date():
         year -= 1
@@ -226,7 +231,7 @@ _RULES: list[tuple[str, Resolver]] = [
     (r"\b(?:on |last |this past )?(?P<weekday>monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b",
      _weekday),
     (rf"\b(?:in|during|back in|since|from) {_MONTH_WORD}(?: (?P<year>\d{{4}}))?\b",
-     lambda m, now: _latest_month(_month_number(m["month"]), m["year"], now)),
+     lambda m, now: _latest_month(month_number(m["month"]), m["year"], now)),
     (r"\b(?:in|during|back in) (?P<year>(?:19|20)\d{2})\b",
      lambda m, now: _year_span(int(m["year"]), now)),
 ]  # fmt: skip
