@@ -120,9 +120,13 @@ def test_an_evented_session_reaches_the_llm_on_the_worker(
             with session_scope() as db:
                 return {(c.prompt, c.outcome) for c in db.scalars(select(LlmCall))}
 
-        wait_for(lambda: calls() == {("chunk_judge", "ok"), ("session_summary", "ok")}, timeout=60)
+        def triggers() -> set[str]:
+            with session_scope() as db:
+                return set(db.scalars(select(Memory.trigger).where(Memory.status == "active")))
+
+        # A call is recorded as it returns, before its memories are written: wait for both.
+        wait_for(lambda: calls() == {("chunk_judge", "ok"), ("session_summary", "ok")}
+                 and {"llm_chunk", "session_end_llm"} <= triggers(), timeout=60)  # fmt: skip
     finally:
         get_llm.cache_clear()
-    with session_scope() as db:
-        triggers = set(db.scalars(select(Memory.trigger).where(Memory.status == "active")))
-    assert {"llm_chunk", "session_end_llm"} <= triggers
+    assert calls() == {("chunk_judge", "ok"), ("session_summary", "ok")}  # and no more
