@@ -308,12 +308,11 @@ class _Fusion:
         """A memory hit lifts the messages it was extracted from to `memory_key` of its
         score (unless they score higher already): the turns show up right after it."""
         best: dict[tuple[str, str], float] = {}
-        keys = [
-            h for h in self.hits.values() if h.source == "memory" and h.kind not in DIGEST_KINDS
-        ]
-        for hit in [h for h in keys if h.session_id]:
+        for hit in self.hits.values():
+            if hit.source != "memory" or hit.kind in DIGEST_KINDS or not hit.session_id:
+                continue
             for message_id in hit.source_message_ids:
-                pair = (hit.session_id or "", message_id)
+                pair = (hit.session_id, message_id)
                 best[pair] = max(best.get(pair, 0.0), hit.score * self.weights.memory_key)
         if not best:
             return
