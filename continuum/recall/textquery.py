@@ -29,8 +29,9 @@ from __future__ import annotations
 import itertools
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from sqlalchemy import text
 from sqlalchemy.orm import Session as DbSession
@@ -38,6 +39,7 @@ from sqlalchemy.orm import Session as DbSession
 MATCH_BUDGET = 4000  # expected rows one text ranking may read
 MATCH_CAP = 3 * MATCH_BUDGET  # rows it does read at most, should the statistics be wrong
 STATS_TTL_S = 60.0
+T = TypeVar("T")
 
 _STATS_SQL = text(
     """
@@ -95,35 +97,40 @@ class TableStats:
         return cls(rows, lexeme_freqs, unlisted_lexeme, namespace_freqs, unlisted_namespace)
 
 
-class _StatsCache:
-    """Table statistics per process, re-read at most once a minute."""
+class _TtlCache(Generic[T]):
+    """Per process, a value per key (a table, a tenant) loaded by `load` and re-read at most
+    once a minute; at most `max_keys` keys, the oldest dropped first."""
 
-    def __init__(self) -> None:
+    def __init__(self, load: Callable[[DbSession, str], T], max_keys: int = 4096) -> None:
+        self._load = load
+        self._max_keys = max_keys
         self._lock = threading.Lock()
-        self._entries: dict[str, tuple[float, TableStats]] = {}
+        self._entries: dict[str, tuple[float, T]] = {}
 
-    def get(self, db: DbSession, table: str) -> TableStats:
+    def get(self, db: DbSession, key: str) -> T:
         now = time.monotonic()
         with self._lock:
-            entry = self._entries.get(table)
+            entry = self._entries.get(key)
         if entry and now - entry[0] < STATS_TTL_S:
             return entry[1]
-        stats = TableStats.from_row(db.execute(_STATS_SQL, {"table": table}).first())
+        value = self._load(db, key)
         with self._lock:
-            self._entries[table] = (now, stats)
-        return stats
+            if key not in self._entries and len(self._entries) >= self._max_keys:
+                self._entries.pop(next(iter(self._entries)))
+            self._entries[key] = (now, value)
+        return value
 
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
 
 
-table_stats = _StatsCache()
-
+table_stats = _TtlCache(
+    lambda db, table: TableStats.from_row(db.execute(_STATS_SQL, {"table": table}).first())
+)
 
 SPEAKER_SAMPLE = 200  # latest turns of a tenant read for speaker names
 SPEAKER_MIN_TURNS = 3  # turns a `Name:` prefix must open among them to count
-SPEAKER_CACHE_MAX = 4096  # tenants remembered per process
 _SPEAKERS_SQL = text(
     """
     SELECT lexeme FROM (
@@ -135,34 +142,14 @@ _SPEAKERS_SQL = text(
 )
 
 
-class _SpeakerCache:
-    """Per tenant, the stemmed names its latest turns open with (`Name: …`), re-read at most
-    once a minute; one bounded index range per read whatever the tenant's size."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._entries: dict[str, tuple[float, frozenset[str]]] = {}
-
-    def get(self, db: DbSession, namespace: str) -> frozenset[str]:
-        now = time.monotonic()
-        with self._lock:
-            entry = self._entries.get(namespace)
-        if entry and now - entry[0] < STATS_TTL_S:
-            return entry[1]
-        params = {"ns": namespace, "sample": SPEAKER_SAMPLE, "min_turns": SPEAKER_MIN_TURNS}
-        names = frozenset(db.execute(_SPEAKERS_SQL, params).scalars())
-        with self._lock:
-            if len(self._entries) >= SPEAKER_CACHE_MAX:
-                self._entries.pop(next(iter(self._entries)))  # the oldest entry
-            self._entries[namespace] = (now, names)
-        return names
-
-    def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
+def _speakers(db: DbSession, namespace: str) -> frozenset[str]:
+    """The stemmed names the tenant's latest turns open with (`Name: …`): one bounded index
+    range whatever the tenant's size."""
+    params = {"ns": namespace, "sample": SPEAKER_SAMPLE, "min_turns": SPEAKER_MIN_TURNS}
+    return frozenset(db.execute(_SPEAKERS_SQL, params).scalars())
 
 
-speaker_lexemes = _SpeakerCache()
+speaker_lexemes = _TtlCache(_speakers)
 
 
 def quote_lexeme(lexeme: str) -> str:
