@@ -141,9 +141,9 @@ def _memory_status(caller: Caller, event_id: str) -> dict[str, Any]:
                 "status": status,
                 **({"reason": failed} if failed else {}),
             }
-        message = db.execute(select(Message.id, Message.content).where(
+        stored = db.scalar(select(Message.id).where(
             Message.namespace == caller.namespace, Message.session_id == landed.session_id,
-            Message.message_id == event_id)).first()  # fmt: skip
+            Message.message_id == event_id))  # fmt: skip
         memories = db.scalars(select(Memory).where(
             Memory.namespace == caller.namespace,
             literal(event_id) == any_(Memory.source_message_ids)).order_by(Memory.id))  # fmt: skip
@@ -151,7 +151,7 @@ def _memory_status(caller: Caller, event_id: str) -> dict[str, Any]:
             "event_id": event_id,
             "status": "landed",
             "processed_at": landed.processed_at.isoformat(),
-            "message_stored": message is not None,
+            "message_stored": stored is not None,
             "memories": [
                 {
                     "memoryId": m.id,
