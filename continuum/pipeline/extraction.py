@@ -141,6 +141,11 @@ def _not_captured(
     ]
 
 
+def _no_answer_status(exc: LLMBadOutput | LLMOverBudget) -> str:
+    """The `llm_status` of a chunk whose LLM gave nothing to store."""
+    return "over_budget" if isinstance(exc, LLMOverBudget) else "bad_output"
+
+
 def extract_chunk(
     namespace: str,
     session_id: str,
@@ -166,11 +171,8 @@ def extract_chunk(
         return result
     try:
         from_llm = llm_candidates(llm, namespace, turns)
-    except LLMBadOutput:
-        result.llm_status = "bad_output"
-        return result
-    except LLMOverBudget:
-        result.llm_status = "over_budget"
+    except (LLMBadOutput, LLMOverBudget) as exc:
+        result.llm_status = _no_answer_status(exc)
         return result
     if live:
         fresh = _not_captured(namespace, session_id, from_llm)
@@ -202,11 +204,8 @@ def compaction_takeaways(
             takeaways.PROMPT, numbered_lines(turns), namespace=event.namespace,
             session_id=event.session_id,
         )  # fmt: skip
-    except LLMBadOutput:
-        result.llm_status = "bad_output"
-        return result
-    except LLMOverBudget:
-        result.llm_status = "over_budget"
+    except (LLMBadOutput, LLMOverBudget) as exc:
+        result.llm_status = _no_answer_status(exc)
         return result
     trigger = f"pre_compaction_llm:{event.compaction_id}"
     found = cited_candidates(answer.takeaways, turns, trigger)
