@@ -3,7 +3,8 @@
 One transaction per batch: event ids are claimed in `processed_events`, raw turns go to
 `messages` (idempotent on namespace + session + message id), sessions are upserted and
 ended, and with an LLM configured the turns join their session's chunk for the LLM
-(`continuum.pipeline.live_chunks`; closed chunks are sent by the task after the commit). A crash before commit leaves nothing behind, so redelivery simply redoes the batch.
+(`continuum.pipeline.live_chunks`; closed chunks are sent by the task after the commit).
+A crash before commit leaves nothing behind, so redelivery simply redoes the batch.
 Invalid events are dead-lettered with their reason; the rest of the batch still lands.
 """
 
