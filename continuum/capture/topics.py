@@ -161,6 +161,11 @@ def topic_slug(text: str, max_words: int = 3) -> str:
     return "-".join(re.sub(r"[^a-z0-9]+", "-", w).strip("-") for w in words) or "general"
 
 
+def topic_tags(topics: Iterable[str]) -> list[str]:
+    """The `topic:<slug>` tags of a summary's topics, each slug once, in order."""
+    return list(dict.fromkeys(f"topic:{topic_slug(topic)}" for topic in topics))
+
+
 def category_of(text: str) -> str | None:
     """Category of the first known technology/thing mentioned (`Postgres` → `database`)."""
     for word in keywords(text):

@@ -18,7 +18,7 @@ from typing import Any
 from sqlalchemy import select
 
 from continuum.capture.models import MemoryCandidate
-from continuum.capture.topics import topic_slug
+from continuum.capture.topics import topic_tags
 from continuum.config import get_settings
 from continuum.inference.llm import LLMBadOutput, LLMOverBudget, OpenAICompatibleLLM
 from continuum.inference.prompts import summary
@@ -65,7 +65,7 @@ def summary_candidate(
         content=answer.summary,
         tags=[t for t in replaced.tags if not t.startswith(("topic:", "source:"))]
         + ["source:llm"]
-        + [f"topic:{topic_slug(topic)}" for topic in answer.topics],
+        + topic_tags(answer.topics),
         importance=replaced.importance,
         confidence=0.8,
         provenance="inference",

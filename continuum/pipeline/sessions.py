@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session as DbSession
 from continuum.capture import detect_key_moments, session_snapshot, summarize_session
 from continuum.capture.kinds import KIND_SPECS
 from continuum.capture.models import CaptureTurn, MemoryCandidate, SessionSummary
-from continuum.capture.topics import Vocabulary, topic_slug
+from continuum.capture.topics import Vocabulary, topic_tags
 from continuum.config import get_settings
 from continuum.contract.events import ChatMessage, PreCompactionEvent, SessionEndEvent
 from continuum.memory.writer import WriteContext, store_candidates
@@ -209,7 +209,7 @@ def _summary_candidate(summary: SessionSummary, source_ids: list[str]) -> Memory
         tags=[
             f"session:{summary.session_id}",
             "source:system",
-            *dict.fromkeys(f"topic:{topic_slug(t)}" for t in summary.topics),
+            *topic_tags(summary.topics),
         ],
         importance=6,
         confidence=0.8,

@@ -14,6 +14,7 @@ from continuum.capture.topics import (
     noun_phrases,
     session_topics,
     topic_slug,
+    topic_tags,
 )
 
 
@@ -108,3 +109,13 @@ def test_the_tenant_vocabulary_ranks_its_everyday_words_below_this_sessions():
     assert vocabulary.documents == 31
     assert vocabulary.weight("garden") < vocabulary.weight("drainage")
     assert session_topics(texts, 1, vocabulary) == ["drainage"]
+
+
+def test_topic_tags_name_each_slug_once() -> None:
+    """The LLM and deterministic summaries tag topics alike: two wordings of one topic give
+    one tag."""
+    tags = topic_tags(["Postgres migration", "the Postgres migration", "garden drainage"])
+    assert tags == [
+        f"topic:{topic_slug('Postgres migration')}",
+        f"topic:{topic_slug('garden drainage')}",
+    ]
