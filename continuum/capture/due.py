@@ -15,7 +15,7 @@ import calendar
 import re
 from datetime import date, datetime, time, timedelta
 
-from continuum.capture.text import parse_number
+from continuum.capture.text import NUMBER, parse_number
 from continuum.recall.timeparse import MONTH_PATTERN, WEEKDAYS, month_number
 
 _I = re.IGNORECASE
@@ -45,9 +45,7 @@ _DATES = re.compile(
     _I,
 )
 _SPAN = re.compile(
-    r"\b(?:in|within)\s+(?P<n>\d{1,3}|an?|the|one|two|three|four|five|six|seven|eight|nine|"
-    r"ten|eleven|twelve)\s+(?P<unit>minute|hour|day|week)s?\b",
-    _I,
+    rf"\b(?:in|within)\s+(?P<n>{NUMBER}|an?|the)\s+(?P<unit>minute|hour|day|week)s?\b", _I
 )
 _CLOCK = re.compile(
     r"\b(?P<h>\d{1,2})(?::(?P<m>\d{2}))?\s*(?P<ampm>am|pm|a\.m\.|p\.m\.)|"
