@@ -201,10 +201,15 @@ _ROWS = [
 ]
 
 
+def outputs(gold: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The current summariser's output on each gold conversation, by id."""
+    words = vocabulary(gold)
+    return {c["id"]: summarize(c, words) for c in gold}
+
+
 def run(urls: dict[str, str], options: Options) -> list[Section]:
     gold = load_gold()
-    words = vocabulary(gold)
-    ours = score(gold, {c["id"]: summarize(c, words) for c in gold})
+    ours = score(gold, outputs(gold))
     frozen = json.loads(BASELINE.read_text())
     before = score(gold, frozen["outputs"])
     section = Section(f"Deterministic session summaries ({len(gold)} gold conversations)")
@@ -218,12 +223,8 @@ def freeze() -> Path:
     revision = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
     ).stdout.strip()
-    gold = load_gold()
-    words = vocabulary(gold)
-    outputs = {c["id"]: summarize(c, words) for c in gold}
-    BASELINE.write_text(
-        json.dumps({"revision": revision, "outputs": outputs}, indent=1, ensure_ascii=False) + "\n"
-    )
+    frozen = {"revision": revision, "outputs": outputs(load_gold())}
+    BASELINE.write_text(json.dumps(frozen, indent=1, ensure_ascii=False) + "\n")
     return BASELINE
 
 
