@@ -173,11 +173,11 @@ def _sealed_title(row: Any) -> str:
     return seal(row.namespace, row.user_id, "tasks.title", row.content, deterministic=True)
 
 
-def _restated(db: DbSession, row: Any, sessions: list[str], tag: str) -> bool:
+def _restated(db: DbSession, row: Any, due: str | None, sessions: list[str], tag: str) -> bool:
     """When the memory `restates` a pending task of its session that only the other side's
     words made (the assistant confirming the reminder the user asked for), that task takes
-    the new wording and the memory's tag instead of a second task being made."""
-    due = (row.details or {}).get("due_at")
+    the new wording and the memory's tag instead of a second task being made. `due` is the
+    memory's due time (ISO), as capture resolved it."""
     if not due or not sessions:
         return False
     params = {"ns": row.namespace, "uid": row.user_id, "due": due, "sessions": sessions}
@@ -204,8 +204,9 @@ def tasks_from_memories(db: DbSession, rows: Sequence[Any]) -> int:
             continue
         tag = f"memory:{row.id}"
         details = row.details or {}
+        due = details.get("due_at")
         sessions = [t for t in row.tags if t.startswith("session:")]
-        if _restated(db, row, sessions, tag):
+        if _restated(db, row, due, sessions, tag):
             continue
         result = db.execute(
             text(
@@ -228,7 +229,7 @@ def tasks_from_memories(db: DbSession, rows: Sequence[Any]) -> int:
                     None if find_time_expression(row.content) else details.get("time_expression"),
                 ),
                 "channel": row.channel,
-                "due": details.get("due_at"),
+                "due": due,
                 "tags": [tag, *sessions],
                 "tag": tag,
                 "active": list(ACTIVE_STATUSES),
