@@ -1,5 +1,6 @@
 """Small text helpers shared by the capture modules: cleaning, sentences, clipping,
-third-person rewriting, number words and time expressions."""
+third-person rewriting, number words, time expressions and the calendar's words (month and
+weekday names, read by `capture.due` and `recall.timeparse` too)."""
 
 from __future__ import annotations
 
@@ -41,11 +42,23 @@ NUMBER_WORDS = {
 }
 NUMBER = r"(?:\d{1,3}|" + "|".join(NUMBER_WORDS) + r")"
 
-_WEEKDAY = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
-_MONTH = (
-    r"(?:january|february|march|april|may|june|july|august|september|october|november|"
-    r"december|jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec)"
+MONTHS = ["january", "february", "march", "april", "may", "june", "july", "august",
+          "september", "october", "november", "december"]  # fmt: skip
+WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
+MONTH_PATTERN = (  # a month's name or its abbreviation, as a regex alternation
+    r"jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|"
+    r"sept?(?:ember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?"
 )
+_MONTH_ABBR = {m[:3]: i for i, m in enumerate(MONTHS, start=1)} | {"sept": 9}
+_WEEKDAY = f"(?:{'|'.join(WEEKDAYS)})"
+_MONTH = f"(?:{MONTH_PATTERN})"
+
+
+def month_number(word: str) -> int:
+    """1-12 for a word `MONTH_PATTERN` matches."""
+    return _MONTH_ABBR[word.lower()[:4] if word.lower().startswith("sept") else word.lower()[:3]]
+
+
 _DAYPART = r"(?:\s+(?:morning|afternoon|evening|night))?"
 _CLOCK = r"\d{1,2}(?::\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.)|\d{1,2}:\d{2}|noon|midnight"
 TIME_EXPRESSION = re.compile(

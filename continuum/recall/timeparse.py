@@ -18,22 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 
-MONTHS = [
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
-]
-WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
-_MONTH_ABBR = {m[:3]: i for i, m in enumerate(MONTHS, start=1)} | {"sept": 9}
+from continuum.capture.text import MONTH_PATTERN, WEEKDAYS, month_number
+
 _NUMBERS = {
     "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
     "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12,
@@ -43,10 +29,6 @@ _FUZZ = {"day": timedelta(days=1), "week": timedelta(days=4), "month": timedelta
          "year": timedelta(days=183)}  # fmt: skip
 _UNIT = {"day": timedelta(days=1), "week": timedelta(weeks=1), "month": timedelta(days=30.44),
          "year": timedelta(days=365.25)}  # fmt: skip
-MONTH_PATTERN = (  # a month's name or its abbreviation, as a regex alternation
-    r"jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|"
-    r"sept?(?:ember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?"
-)
 _MONTH_WORD = rf"(?P<month>{MONTH_PATTERN})"
 _COUNT = r"(?P<n>\d+|a couple of|couple of|a few|few|several|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
 
@@ -98,11 +80,6 @@ def _days(first: date, count: int, now: datetime) -> tuple[datetime, datetime]:
 def _month_span(year: int, month: int, now: datetime) -> tuple[datetime, datetime]:
     end = date(year + month // 12, month % 12 + 1, 1)
     return _midnight(date(year, month, 1), now), _midnight(end, now)
-
-
-def month_number(word: str) -> int:
-    """1-12 for a word `MONTH_PATTERN` matches."""
-    return _MONTH_ABBR[word.lower()[:4] if word.lower().startswith("sept") else word.lower()[:3]]
 
 
 def _latest_month(month: int, year: str | None, now: datetime) -> tuple[datetime, datetime]:
