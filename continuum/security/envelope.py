@@ -65,8 +65,8 @@ def seal_optional(namespace: str, user_id: str | None, kind: str, value: str | N
     return None if value is None else seal(namespace, user_id, kind, value)
 
 
-def key_id_of(value: str) -> int | None:
-    """The data key a sealed value names; None for plaintext."""
+def _sealed_body(value: str) -> bytes | None:
+    """The decoded body (key id, nonce, ciphertext) of a sealed value; None for plaintext."""
     if not value.startswith(SEALED_PREFIX):
         return None
     body = value[len(SEALED_PREFIX) :]
@@ -74,16 +74,21 @@ def key_id_of(value: str) -> int | None:
         raw = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
     except ValueError:
         return None
-    return int(struct.unpack(">Q", raw[:8])[0]) if len(raw) > 8 + NONCE_BYTES else None
+    return raw if len(raw) > 8 + NONCE_BYTES else None
+
+
+def key_id_of(value: str) -> int | None:
+    """The data key a sealed value names; None for plaintext."""
+    raw = _sealed_body(value)
+    return None if raw is None else int(struct.unpack(">Q", raw[:8])[0])
 
 
 def open_text(value: str, kind: str) -> str:
     """The plaintext of `value` (plaintext passes through); FORGOTTEN if its key was destroyed."""
-    key_id = key_id_of(value)
-    if key_id is None:
+    raw = _sealed_body(value)
+    if raw is None:
         return value
-    body = value[len(SEALED_PREFIX) :]
-    raw = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
+    key_id = int(struct.unpack(">Q", raw[:8])[0])
     try:
         ref = keyring.by_id(key_id)
     except KeyDestroyed:
