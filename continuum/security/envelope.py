@@ -134,7 +134,7 @@ def seal_details(namespace: str, user_id: str | None, details: dict[str, Any]) -
 def open_details(details: dict[str, Any]) -> dict[str, Any]:
     """Details as `seal_details` was given them."""
     plain = {k: v for k, v in details.items() if k != SEALED_JSON}
-    hidden = open_json({SEALED_JSON: details[SEALED_JSON]}, DETAILS_KIND)
+    hidden = open_sealed_json(details[SEALED_JSON], DETAILS_KIND)
     return {**plain, **(hidden or {})}  # none left when the key was destroyed
 
 
@@ -147,7 +147,7 @@ def open_compactions(details: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(compactions, list):
         return details
     opened = [
-        open_json({SEALED_JSON: item[SEALED_JSON]}, COMPACTION_KIND)
+        open_sealed_json(item[SEALED_JSON], COMPACTION_KIND)
         if isinstance(item, dict) and SEALED_JSON in item
         else item
         for item in compactions
@@ -159,6 +159,12 @@ def open_json(value: Any, kind: str) -> Any:
     """The JSON value `seal_json` sealed (anything else passes through); None when its key
     was destroyed."""
     if isinstance(value, dict) and set(value) == {SEALED_JSON}:
-        opened = open_text(value[SEALED_JSON], kind)
-        return None if opened == FORGOTTEN else json.loads(opened)
+        return open_sealed_json(value[SEALED_JSON], kind)
     return value
+
+
+def open_sealed_json(sealed: str, kind: str) -> Any:
+    """The JSON value held by `sealed` (the text under `"sealed"`); None when its key was
+    destroyed."""
+    opened = open_text(sealed, kind)
+    return None if opened == FORGOTTEN else json.loads(opened)

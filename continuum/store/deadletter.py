@@ -13,7 +13,13 @@ from sqlalchemy import insert
 from sqlalchemy.orm import Session
 
 from continuum.config import get_settings
-from continuum.security.envelope import SEALED_JSON, open_json, open_optional, seal, seal_json
+from continuum.security.envelope import (
+    SEALED_JSON,
+    open_optional,
+    open_sealed_json,
+    seal,
+    seal_json,
+)
 from continuum.store.engine import session_scope
 from continuum.store.models import DeadLetter
 from continuum.store.storable import escape_text, escaped_json
@@ -81,7 +87,7 @@ def payload_of(row: DeadLetter) -> tuple[Any, str | None]:
     """A dead letter's payload and error as recorded (opened when sealed)."""
     payload = row.payload
     if isinstance(payload, dict) and SEALED_JSON in payload:
-        payload = open_json({SEALED_JSON: payload[SEALED_JSON]}, KIND)
+        payload = open_sealed_json(payload[SEALED_JSON], KIND)
     error = open_optional(row.error, KIND)
     return payload, error
 
