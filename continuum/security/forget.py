@@ -239,7 +239,7 @@ def forget_user(namespace: str, user_id: str) -> ForgetReport:
                 db.execute(delete(model).where(model.id.in_(ids)))
     redis_found = ephemeral.user_state(namespace, user_id, session_ids)
     stores["redis"] = StoreReport(
-        found=len(redis_found), removed=ephemeral.remove_user_state(namespace, user_id, redis_found)
+        found=len(redis_found), removed=ephemeral.remove_user_state(namespace, redis_found)
     )
     stores["workspace_files"] = StoreReport(
         found=_scan_files(namespace, mentions), removed=_rewrite_files(namespace, mentions)

@@ -336,7 +336,7 @@ def user_state(namespace: str, user_id: str, session_ids: list[str]) -> list[str
     return found + ([handoff] if client.exists(handoff) else [])
 
 
-def remove_user_state(namespace: str, user_id: str, found: list[str]) -> int:
+def remove_user_state(namespace: str, found: list[str]) -> int:
     """Delete what `user_state` found; returns how many entries were removed."""
     client = get_redis()
     pipe = client.pipeline(transaction=False)
