@@ -19,6 +19,7 @@ during its window — and an expired claim overrides nothing.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -155,30 +156,31 @@ def reinforce(db: DbSession, keep_id: int, duplicate_ids: Sequence[int], trigger
         dict.fromkeys([*keep.source_message_ids, *(s for d in dups for s in d.source_message_ids)])
     )
     confirmed = max(d.created_at for d in dups)
-    db.execute(
-        text(
-            "UPDATE memories SET status = 'merged', superseded_by = :keep, updated_at = now() "
-            "WHERE id = ANY(:ids)"
-        ),
-        {"keep": keep_id, "ids": dup_ids},
-    )
     corroboration = keep.corroboration + sum(d.corroboration for d in dups)
+    # The duplicates merged, the kept row updated and the change logged: one statement.
     db.execute(
         text(
-            "UPDATE memories SET corroboration = :c, confidence = :conf, source_message_ids = :src, "
-            "details = details || jsonb_build_object('last_confirmed', CAST(:at AS text)), "
-            "updated_at = now() WHERE id = :keep"
+            "WITH merged AS (UPDATE memories SET status = 'merged', superseded_by = :keep, "
+            "updated_at = now() WHERE id = ANY(:ids) RETURNING id), "
+            "kept AS (UPDATE memories SET corroboration = :c, confidence = :conf, "
+            "source_message_ids = :src, details = details || "
+            "jsonb_build_object('last_confirmed', CAST(:at AS text)), updated_at = now() "
+            "WHERE id = :keep RETURNING id) "
+            "INSERT INTO memory_log (namespace, action, memory_id, trigger, details) "
+            "SELECT :ns, 'reinforce', :keep, :trigger, CAST(:details AS jsonb)"
         ),
         {
+            "ids": dup_ids,
             "c": corroboration,
             "conf": min(MAX_CONFIDENCE, keep.confidence + REINFORCE_CONFIDENCE_STEP * len(dups)),
             "src": sources,
             "at": confirmed.isoformat(),
             "keep": keep_id,
+            "ns": keep.namespace,
+            "trigger": trigger,
+            "details": json.dumps({"merged": dup_ids, "corroboration": corroboration}),
         },
     )
-    details = {"merged": dup_ids, "corroboration": corroboration}
-    _log(db, keep.namespace, "reinforce", keep_id, details, trigger)
     return True
 
 

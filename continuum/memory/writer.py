@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session as DbSession
 
 from continuum.capture.kinds import KIND_SPECS, MemoryKind
@@ -33,38 +32,20 @@ from continuum.memory.user_tasks import tasks_from_memories
 from continuum.security.envelope import seal, seal_details
 from continuum.security.terms import keyed_lexemes, stored_tags, terms_for
 from continuum.security.tombstones import guard_users
-from continuum.store.bulk import execute_many, insert_ignore
+from continuum.store.bulk import insert_ignore, insert_rows
 from continuum.store.models import Memory, MemoryLog
 
 # R29: user_explicit > system > inference > tool_output
 TRUST = {"user_explicit": 4, "system": 3, "inference": 2, "tool_output": 1}
 LOGGED_COLUMNS = (
-    Memory.id,
-    Memory.namespace,
-    Memory.trigger,
-    Memory.kind,
-    Memory.key,
-    Memory.tags,
-    Memory.importance,
-    Memory.provenance,
-    Memory.source_message_ids,
-)
+    "id", "namespace", "trigger", "kind", "key", "tags", "importance", "provenance",
+    "source_message_ids",
+)  # fmt: skip
 STORED_COLUMNS = (
-    *LOGGED_COLUMNS,
-    Memory.user_id,
-    Memory.session_id,
-    Memory.channel,
-    Memory.content,
-    Memory.details,
-    Memory.claim_subject,
-    Memory.claim_predicate,
-    Memory.claim_value,
-    Memory.claim_scope,
-    Memory.valid_from,
-    Memory.valid_until,
-    Memory.trust,
-    Memory.created_at,
-)
+    *LOGGED_COLUMNS, "user_id", "session_id", "channel", "content", "details", "claim_subject",
+    "claim_predicate", "claim_value", "claim_scope", "valid_from", "valid_until", "trust",
+    "created_at",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -224,9 +205,9 @@ def explicit_candidate(
 
 def _log_writes(db: DbSession, inserted: Sequence[Any]) -> None:
     if inserted:
-        execute_many(
+        insert_rows(
             db,
-            insert(MemoryLog),
+            MemoryLog,
             [
                 {
                     "namespace": row.namespace,

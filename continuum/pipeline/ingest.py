@@ -18,7 +18,6 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import func, select, update
-from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.exc import DataError
 from sqlalchemy.orm import Session as DbSession
 
@@ -44,7 +43,7 @@ from continuum.security.envelope import seal
 from continuum.security.terms import terms_for
 from continuum.security.tombstones import guard_users
 from continuum.store import deadletter, ephemeral, metrics
-from continuum.store.bulk import execute_many, insert_ignore
+from continuum.store.bulk import insert_ignore, insert_rows
 from continuum.store.engine import session_scope
 from continuum.store.models import Message, ProcessedEvent, Session
 from continuum.store.redis_client import get_redis
@@ -117,7 +116,7 @@ def _claim_new(db: DbSession, events: list[Event]) -> list[Event]:
         ProcessedEvent,
         rows,
         ["namespace", "event_id"],
-        returning=[ProcessedEvent.namespace, ProcessedEvent.event_id],
+        returning=["namespace", "event_id"],
     )
     claimed = {(row.namespace, row.event_id) for row in inserted}
     return [event for key, event in unique.items() if key in claimed]
@@ -152,20 +151,16 @@ def _upsert_sessions(db: DbSession, events: list[Event]) -> None:
         }
         for (ns, sid), event in sorted(first.items())
     ]
-    stmt = insert(Session)
-    execute_many(
+    insert_rows(
         db,
-        stmt.on_conflict_do_update(
-            index_elements=["namespace", "session_id"],
-            set_={
-                "started_at": func.least(Session.started_at, stmt.excluded.started_at),
-                "last_activity_at": func.greatest(
-                    Session.last_activity_at, stmt.excluded.last_activity_at
-                ),
-                "user_id": func.coalesce(Session.user_id, stmt.excluded.user_id),
-            },
-        ),
+        Session,
         rows,
+        conflict=["namespace", "session_id"],
+        update={
+            "started_at": "least(sessions.started_at, excluded.started_at)",
+            "last_activity_at": "greatest(sessions.last_activity_at, excluded.last_activity_at)",
+            "user_id": "coalesce(sessions.user_id, excluded.user_id)",
+        },
     )
 
 
@@ -199,7 +194,7 @@ def _insert_turns(db: DbSession, turns: list[TurnEvent]) -> list[tuple[str, str]
         Message,
         rows,
         ["namespace", "session_id", "message_id"],
-        returning=[Message.namespace, Message.session_id],
+        returning=["namespace", "session_id"],
     )
     counts: dict[tuple[str, str], int] = defaultdict(int)
     for row in inserted:
@@ -272,10 +267,9 @@ def _record_ephemeral(
     for ctx, candidate in captured:
         if candidate.key and ctx.session_id:
             ephemeral.add_stored_keys(ctx.namespace, ctx.session_id, [candidate.key], pipe=pipe)
-    for event in events:
-        topic = topic_slug(event.content) if event.role == "user" else None
-        ephemeral.record_turn(
-            event.namespace,
+    turns = [
+        ephemeral.LiveTurn(
+            namespace=event.namespace,
             session_id=event.session_id,
             channel=event.channel,
             user_id=event.user_id,
@@ -283,10 +277,12 @@ def _record_ephemeral(
             role=event.role,
             content=event.content,
             at=event.ts,
-            topic=topic or None,
+            topic=(topic_slug(event.content) or None) if event.role == "user" else None,
             entities=extract_entities(event.content) if event.role == "user" else [],
-            pipe=pipe,
         )
+        for event in events
+    ]
+    ephemeral.record_turns(turns, pipe=pipe)
     pipe.execute()
 
 

@@ -44,10 +44,26 @@ def lock_user(db: DbSession, namespace: str, user_id: str, *, exclusive: bool) -
     db.execute(text(sql), {"ns": namespace, "uid": user_id})
 
 
+_GUARD_LOCKS = (
+    "SELECT " + _LOCK.format(mode="_shared").replace(":uid", "u")
+    + " FROM (SELECT u FROM unnest(CAST(:uids AS text[])) AS u ORDER BY u) AS users"
+)  # fmt: skip
+
+
 def guard_users(db: DbSession, namespace: str, user_ids: Iterable[str | None]) -> set[str]:
     """Hold the forget lock of each of `user_ids` shared and return those forgotten (their
-    rows must not be written)."""
+    rows must not be written). The locks are taken in one statement, in a fixed order (no
+    deadlock with another writer), and the tombstones read in the next, so its snapshot is
+    taken once the locks are held. A user already guarded in this transaction is not asked
+    again: the lock held since keeps the answer true."""
+    transaction = db.get_transaction()
+    if db.info.get("guarded_in") is not transaction:
+        db.info.update(guarded_in=transaction, guarded={})
+    guarded: dict[tuple[str, str], bool] = db.info["guarded"]
     wanted = sorted({user for user in user_ids if user})
-    for user in wanted:
-        lock_user(db, namespace, user, exclusive=False)
-    return forgotten_users(db, namespace, wanted)
+    new = [user for user in wanted if (namespace, user) not in guarded]
+    if new:
+        db.execute(text(_GUARD_LOCKS), {"ns": namespace, "uids": new})
+        gone = forgotten_users(db, namespace, new)
+        guarded.update({(namespace, user): user in gone for user in new})
+    return {user for user in wanted if guarded[(namespace, user)]}

@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import asdict, dataclass
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -86,52 +88,79 @@ def summarize_text(text: str, limit: int = SUMMARY_CHARS) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
 
-def record_turn(
-    namespace: str,
-    *,
-    session_id: str,
-    channel: str,
-    user_id: str | None,
-    message_id: str,
-    role: str,
-    content: str,
-    at: datetime,
-    topic: str | None,
-    entities: list[str],
-    pipe: redis.client.Pipeline | None = None,
-) -> None:
-    """Apply one turn to registry, topic, recent buffer, transcript buffer and idle index
-    (idempotent; the caller may batch several turns in one pipeline)."""
+@dataclass(frozen=True)
+class LiveTurn:
+    """One turn as the ephemeral layer records it."""
+
+    namespace: str
+    session_id: str
+    channel: str
+    user_id: str | None
+    message_id: str
+    role: str
+    content: str
+    at: datetime
+    topic: str | None
+    entities: list[str]
+
+
+def _sealed(turn: LiveTurn, value: str | None) -> str:
+    """`value` as stored for the turn's tenant: deterministically sealed when encrypted, so a
+    redelivered turn re-adds the same member."""
+    return seal(turn.namespace, turn.user_id, SEALED_KIND, value or "", deterministic=True)
+
+
+def _recent_entry(turn: LiveTurn) -> str:
+    entry = {"message_id": turn.message_id, "role": turn.role,
+             "content_summary": summarize_text(turn.content), "timestamp": turn.at.isoformat()}  # fmt: skip
+    return json.dumps(entry, sort_keys=True)
+
+
+def _buffered(turn: LiveTurn) -> str:
+    buffered = BufferedTurn(turn.message_id, turn.at.isoformat(), turn.role,
+                            summarize_text(turn.content), classify_intent(turn.role, turn.content),
+                            turn.entities)  # fmt: skip
+    return json.dumps(vars(buffered), sort_keys=True)  # its fields (asdict would deep-copy them)
+
+
+def record_turns(turns: Sequence[LiveTurn], pipe: redis.client.Pipeline | None = None) -> None:
+    """Apply turns, given in event-time order, to registry, topic, recent buffer, transcript
+    buffer and idle index (idempotent). The end state is that of applying them one at a time,
+    in a few commands per channel and per session rather than ~14 per turn: the registry
+    keeps the first start and the last session, a topic the last one, and each buffer is
+    trimmed once, by the batch's latest turn."""
     p = pipe if pipe is not None else get_redis().pipeline(transaction=False)
-    ms = _ms(at)
-    registry = key(namespace, "session", channel)
-    p.hsetnx(registry, "started_at", at.isoformat())
-    p.hset(registry, mapping={"session_id": session_id, "user_id": user_id or ""})
-    # last_active only moves forward: out-of-order turns must not age a live session.
-    p.zadd(key(namespace, "last-active"), {channel: ms}, gt=True)
-    p.expire(registry, SESSION_TTL_S)
-    p.expire(key(namespace, "last-active"), SESSION_TTL_S)
+    channels: dict[tuple[str, str], list[LiveTurn]] = defaultdict(list)
+    sessions: dict[tuple[str, str], list[LiveTurn]] = defaultdict(list)
+    for turn in turns:
+        channels[(turn.namespace, turn.channel)].append(turn)
+        sessions[(turn.namespace, turn.session_id)].append(turn)
 
-    def sealed(value: str) -> str:
-        return seal(namespace, user_id, SEALED_KIND, value, deterministic=True)
-
-    if topic:
-        p.set(key(namespace, "topic", channel), sealed(topic), ex=TOPIC_TTL_S)
-    summary = summarize_text(content)
-    recent = key(namespace, "recent", channel)
-    entry = {"message_id": message_id, "role": role, "content_summary": summary,
-             "timestamp": at.isoformat()}  # fmt: skip
-    p.zadd(recent, {sealed(json.dumps(entry, sort_keys=True)): ms})
-    p.zremrangebyrank(recent, 0, -(RECENT_SIZE + 1))
-    p.expire(recent, RECENT_TTL_S)
-    buffered = BufferedTurn(message_id, at.isoformat(), role, summary,
-                            classify_intent(role, content), entities)  # fmt: skip
-    transcript = key(namespace, "transcript", session_id)
-    p.zadd(transcript, {sealed(json.dumps(asdict(buffered), sort_keys=True)): ms})
-    p.zremrangebyscore(transcript, "-inf", ms - TRANSCRIPT_WINDOW_S * 1000 - 1)
-    p.zremrangebyrank(transcript, 0, -(TRANSCRIPT_MAX_TURNS + 1))
-    p.expire(transcript, TRANSCRIPT_TTL_S)
-    p.zadd(IDLE_INDEX, {f"{namespace}{_SEP}{session_id}": ms}, gt=True)
+    for (namespace, channel), group in channels.items():
+        first, last = group[0], group[-1]
+        registry = key(namespace, "session", channel)
+        p.hsetnx(registry, "started_at", first.at.isoformat())
+        p.hset(registry, mapping={"session_id": last.session_id, "user_id": last.user_id or ""})
+        # last_active only moves forward: out-of-order turns must not age a live session.
+        p.zadd(key(namespace, "last-active"), {channel: max(_ms(t.at) for t in group)}, gt=True)
+        p.expire(registry, SESSION_TTL_S)
+        p.expire(key(namespace, "last-active"), SESSION_TTL_S)
+        topics = [turn for turn in group if turn.topic]
+        if topics:
+            topic = topics[-1]
+            p.set(key(namespace, "topic", channel), _sealed(topic, topic.topic), ex=TOPIC_TTL_S)
+        recent = key(namespace, "recent", channel)
+        p.zadd(recent, {_sealed(turn, _recent_entry(turn)): _ms(turn.at) for turn in group})
+        p.zremrangebyrank(recent, 0, -(RECENT_SIZE + 1))
+        p.expire(recent, RECENT_TTL_S)
+    for (namespace, session_id), group in sessions.items():
+        latest_ms = max(_ms(turn.at) for turn in group)
+        transcript = key(namespace, "transcript", session_id)
+        p.zadd(transcript, {_sealed(turn, _buffered(turn)): _ms(turn.at) for turn in group})
+        p.zremrangebyscore(transcript, "-inf", latest_ms - TRANSCRIPT_WINDOW_S * 1000 - 1)
+        p.zremrangebyrank(transcript, 0, -(TRANSCRIPT_MAX_TURNS + 1))
+        p.expire(transcript, TRANSCRIPT_TTL_S)
+        p.zadd(IDLE_INDEX, {f"{namespace}{_SEP}{session_id}": latest_ms}, gt=True)
     if pipe is None:
         p.execute()
 

@@ -17,11 +17,11 @@ from tests.support.events import T0
 
 def record(namespace: str = "pearl", *, i: int, session: str = "voice-1", channel: str = "voice",
            at: Any = None, role: str = "user", text: str | None = None) -> None:  # fmt: skip
-    ephemeral.record_turn(
+    ephemeral.record_turns([ephemeral.LiveTurn(
         namespace, session_id=session, channel=channel, user_id="jason", message_id=f"m{i}",
         role=role, content=text or f"Message number {i} about the garden", at=at or T0 +
         timedelta(seconds=i), topic="garden", entities=["Hoffmann"],
-    )  # fmt: skip
+    )])  # fmt: skip
 
 
 def test_registry_topic_and_recent_buffer(db: Any) -> None:
@@ -117,3 +117,51 @@ def test_idle_index_take_is_guarded_against_new_activity(db: Any) -> None:
     fresh = ephemeral.idle_sessions(idle_ms=1000)
     assert ephemeral.take_idle(fresh[0]) is True
     assert ephemeral.idle_sessions(idle_ms=1000) == []
+
+
+def _state() -> dict[str, Any]:
+    """Every key of the ephemeral layer with its value (TTLs only as "has one")."""
+    client = get_redis()
+    state: dict[str, Any] = {}
+    for name in sorted(client.keys("continuum:*")):
+        kind = client.type(name)
+        if kind == "hash":
+            value: Any = client.hgetall(name)
+        elif kind == "zset":
+            value = client.zrange(name, 0, -1, withscores=True)
+        elif kind == "set":
+            value = sorted(client.smembers(name))
+        else:
+            value = client.get(name)
+        state[name] = (value, client.ttl(name) > 0)
+    return state
+
+
+def test_a_batch_leaves_the_state_of_its_turns_applied_one_by_one(db: Any) -> None:
+    """Two channels and three sessions, more turns than the recent buffer holds, and a turn
+    that pushes the others out of the transcript window: one `record_turns` call for the
+    batch ends where applying each turn on its own ends."""
+    turns = [
+        ephemeral.LiveTurn(
+            "pearl",
+            session_id=f"s{i % 3}",
+            channel=("voice", "discord")[i % 2],
+            user_id=f"u{i % 2}",
+            message_id=f"m{i}",
+            role=("user", "assistant")[i % 2],
+            content=f"Turn {i} about the fence?",
+            at=T0 + timedelta(seconds=10 * i),
+            topic=f"topic-{i}" if i % 4 else None,
+            entities=[f"Name{i}"],
+        )
+        for i in range(30)
+    ]
+    turns.append(ephemeral.LiveTurn("pearl", "s0", "voice", "u0", "late", "user", "Much later",
+                                    T0 + timedelta(minutes=40), None, []))  # fmt: skip
+    for turn in turns:
+        ephemeral.record_turns([turn])
+    one_by_one = _state()
+    get_redis().flushdb()
+    ephemeral.record_turns(turns)
+    assert _state() == one_by_one
+    assert [t.message_id for t in ephemeral.transcript("pearl", "s0")] == ["late"]
