@@ -23,6 +23,7 @@ from continuum.capture.kinds import kind_names
 from continuum.capture.summarize import Said, restates
 from continuum.capture.text import find_time_expression
 from continuum.security.envelope import open_text, seal, seal_optional
+from continuum.store.bulk import insert_rows
 from continuum.store.engine import session_scope
 from continuum.store.models import UserTask
 
@@ -155,15 +156,21 @@ def list_tasks(
         return [TaskView.of(task) for task in db.scalars(query)]
 
 
-# Pending tasks of the same session and user, due at the same time, made from memories:
-# with the provenances of those memories, for `_restated`.
-_SAME_TIME = text(
-    "SELECT t.id, t.title, array_agg(m.provenance) AS provenances FROM tasks t "
-    "CROSS JOIN LATERAL unnest(t.tags) AS source JOIN memories m ON m.id = CASE "
+# Pending tasks due at any of `dues`, made from memories: with the provenances of those
+# memories, for restatements.
+_PENDING_AT = text(
+    "SELECT t.id, t.title, t.user_id, t.due_at, t.tags, array_agg(m.provenance) AS provenances "
+    "FROM tasks t CROSS JOIN LATERAL unnest(t.tags) AS source JOIN memories m ON m.id = CASE "
     "WHEN source ~ '^memory:[0-9]+$' THEN CAST(substring(source FROM 8) AS bigint) END "
-    "WHERE t.namespace = :ns AND t.status = 'pending' AND t.due_at = CAST(:due AS timestamptz) "
-    "AND t.user_id IS NOT DISTINCT FROM :uid AND t.tags @> CAST(:sessions AS text[]) "
-    "GROUP BY t.id ORDER BY t.id"
+    "WHERE t.namespace = :ns AND t.status = 'pending' "
+    "AND t.due_at = ANY(CAST(:dues AS timestamptz[])) GROUP BY t.id ORDER BY t.id"
+)
+# Which (user, title) pairs, by position, an active task of the tenant already has.
+_TAKEN = text(
+    "SELECT k.i FROM unnest(CAST(:uids AS text[]), CAST(:titles AS text[])) "
+    "WITH ORDINALITY AS k(uid, title, i) WHERE EXISTS (SELECT 1 FROM tasks "
+    "WHERE namespace = :ns AND user_id IS NOT DISTINCT FROM k.uid "
+    "AND lower(title) = lower(k.title) AND status = ANY(:active))"
 )
 
 
@@ -173,67 +180,100 @@ def _sealed_title(row: Any) -> str:
     return seal(row.namespace, row.user_id, "tasks.title", row.content, deterministic=True)
 
 
-def _restated(db: DbSession, row: Any, due: str | None, sessions: list[str], tag: str) -> bool:
-    """When the memory `restates` a pending task of its session that only the other side's
-    words made (the assistant confirming the reminder the user asked for), that task takes
-    the new wording and the memory's tag instead of a second task being made. `due` is the
-    memory's due time (ISO), as capture resolved it."""
-    if not due or not sessions:
-        return False
-    params = {"ns": row.namespace, "uid": row.user_id, "due": due, "sessions": sessions}
-    said = Said(row.content, datetime.fromisoformat(due), row.provenance)
-    for task in db.execute(_SAME_TIME, params):
-        earlier = Said(open_text(task.title, "tasks.title"), said.due_at, task.provenances[0])
-        if row.provenance not in task.provenances and restates(said, earlier):
-            db.execute(
-                text(
-                    "UPDATE tasks SET title = :title, tags = array_append(tags, :tag) WHERE id = :id"
-                ),
-                {"title": _sealed_title(row), "tag": tag, "id": task.id},
-            )
-            return True
-    return False
+@dataclass
+class _Pending:
+    """A pending task a memory may restate: stored already (`id`), or made by this batch
+    (`new`, its row to insert)."""
+
+    title: str
+    user_id: str | None
+    due_at: datetime
+    tags: list[str]
+    provenances: list[str]
+    id: int | None = None
+    new: dict[str, Any] | None = None
+
+    def restated_by(self, row: Any, said: Said, sessions: list[str]) -> bool:
+        """Whether the memory `row` restates this task: same user, due time and session,
+        and the other side's words for it (the assistant confirming the user's reminder)."""
+        return (
+            self.user_id == row.user_id
+            and self.due_at == said.due_at
+            and set(sessions) <= set(self.tags)
+            and row.provenance not in self.provenances
+            and restates(said, Said(self.title, said.due_at, self.provenances[0]))
+        )
 
 
 def tasks_from_memories(db: DbSession, rows: Sequence[Any]) -> int:
     """Create a task for each reminder/commitment memory in `rows` (inside the writer's
-    transaction), or let it restate the task it confirms; returns how many were created."""
+    transaction, in their order), or let it restate the pending task of its session it
+    confirms, which then takes its wording and its tag; no task when an active one with the
+    same title exists. Two queries per tenant read what the batch needs, one statement
+    writes its new tasks; returns how many were created."""
     created = 0
-    for row in rows:
-        if row.kind not in TASK_KINDS:
-            continue
+    for namespace in dict.fromkeys(row.namespace for row in rows):
+        created += _tasks_of(db, namespace, [r for r in rows if r.namespace == namespace])
+    return created
+
+
+def _tasks_of(db: DbSession, namespace: str, rows: Sequence[Any]) -> int:
+    rows = [row for row in rows if row.kind in TASK_KINDS]
+    if not rows:
+        return 0
+    titles = [_sealed_title(row) for row in rows]
+    dues = {str(due) for row in rows if (due := (row.details or {}).get("due_at"))}
+    pending = [
+        _Pending(open_text(task.title, "tasks.title"), task.user_id, task.due_at, task.tags,
+                 task.provenances, id=task.id)
+        for task in (db.execute(_PENDING_AT, {"ns": namespace, "dues": sorted(dues)}) if dues else ())
+    ]  # fmt: skip
+    params = {"ns": namespace, "uids": [r.user_id for r in rows], "titles": titles}
+    taken_at = set(db.scalars(_TAKEN, {**params, "active": list(ACTIVE_STATUSES)}))
+    taken = {(row.user_id, title.lower()) for i, (row, title) in enumerate(zip(rows, titles, strict=True), 1) if i in taken_at}  # fmt: skip
+    new: list[dict[str, Any]] = []
+    for row, title in zip(rows, titles, strict=True):
         tag = f"memory:{row.id}"
         details = row.details or {}
         due = details.get("due_at")
         sessions = [t for t in row.tags if t.startswith("session:")]
-        if _restated(db, row, due, sessions, tag):
+        if due and sessions:
+            said = Said(row.content, datetime.fromisoformat(due), row.provenance)
+            task = next((t for t in pending if t.restated_by(row, said, sessions)), None)
+            if task is not None:
+                task.title = row.content
+                taken.add((row.user_id, title.lower()))
+                task.tags.append(tag)
+                task.provenances.append(row.provenance)
+                if task.new is not None:
+                    task.new["title"] = title
+                else:
+                    db.execute(
+                        text("UPDATE tasks SET title = :title, tags = array_append(tags, :tag) WHERE id = :id"),
+                        {"title": title, "tag": tag, "id": task.id},
+                    )  # fmt: skip
+                continue
+        if (row.user_id, title.lower()) in taken:
             continue
-        result = db.execute(
-            text(
-                "INSERT INTO tasks (namespace, user_id, title, description, created_channel, "
-                "due_at, tags) SELECT :ns, :uid, :title, :description, :channel, "
-                "CAST(:due AS timestamptz), :tags WHERE NOT EXISTS ("
-                "SELECT 1 FROM tasks WHERE namespace = :ns AND (tags @> ARRAY[CAST(:tag AS text)] "
-                "OR (user_id IS NOT DISTINCT FROM :uid AND lower(title) = lower(:title) "
-                "AND status = ANY(:active))))"
+        taken.add((row.user_id, title.lower()))
+        values = {
+            "namespace": namespace,
+            "user_id": row.user_id,
+            "title": title,
+            # the time phrase once: as the description only when the title has none
+            "description": seal_optional(
+                namespace,
+                row.user_id,
+                "tasks.description",
+                None if find_time_expression(row.content) else details.get("time_expression"),
             ),
-            {
-                "ns": row.namespace,
-                "uid": row.user_id,
-                "title": _sealed_title(row),
-                # the time phrase once: as the description only when the title has none
-                "description": seal_optional(
-                    row.namespace,
-                    row.user_id,
-                    "tasks.description",
-                    None if find_time_expression(row.content) else details.get("time_expression"),
-                ),
-                "channel": row.channel,
-                "due": due,
-                "tags": [tag, *sessions],
-                "tag": tag,
-                "active": list(ACTIVE_STATUSES),
-            },
-        )
-        created += int(result.rowcount or 0)  # type: ignore[attr-defined]
-    return created
+            "created_channel": row.channel,
+            "due_at": due,
+            "tags": [tag, *sessions],
+        }
+        new.append(values)
+        if due:
+            pending.append(_Pending(row.content, row.user_id, datetime.fromisoformat(due),
+                                    values["tags"], [row.provenance], new=values))  # fmt: skip
+    insert_rows(db, UserTask, new)
+    return len(new)

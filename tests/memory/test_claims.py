@@ -167,6 +167,22 @@ def test_a_confirmed_reminder_is_one_task_in_the_confirmations_words(db: Any) ->
     assert sum(tag.startswith("memory:") for tag in tasks[0].tags) == 2
 
 
+def test_a_reminder_confirmed_in_a_later_batch_restates_the_stored_task(db: Any) -> None:
+    """The confirmation takes over the stored task; the request said again after it is the
+    same reminder, not a second task (its wording was the task's title until just before)."""
+    asked = "I have a doctor's appointment on Tuesday at 10, remind me the day before."
+    confirmed = "I'll remind you on Monday about the doctor's appointment on Tuesday at 10."
+    ingest_batch([turn(asked, message_id="m1")])
+    ingest_batch([turn(confirmed, role="assistant", message_id="m2", at=5),
+                  turn(asked, message_id="m3", at=8)])  # fmt: skip
+    with session_scope() as dbs:
+        tasks = list(dbs.scalars(select(UserTask).order_by(UserTask.id)))
+    assert [t.title for t in tasks] == [
+        "Remind user on Monday about the doctor's appointment on Tuesday at 10"
+    ]
+    assert sum(tag.startswith("memory:") for tag in tasks[0].tags) == 2
+
+
 def test_private_and_user_scoping_of_search_untouched(db: Any) -> None:
     ingest_batch([turn("I have three grandchildren.", message_id="m1", user_id="ann")])
     ingest_batch([turn("I have four grandchildren.", message_id="m2", user_id="bob", at=5)])
