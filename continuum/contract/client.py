@@ -82,6 +82,10 @@ class MemoryClient:
                 args=[payloads],
                 task_id=batch_id,
                 queue=queue_for(INGEST_EVENTS),
+                # What Flower shows for the args. Celery would repr the whole batch for it,
+                # which took a quarter of emit()'s time.
+                argsrepr=f"[{len(payloads)} event(s)]",
+                kwargsrepr="{}",
                 retry=True,
                 retry_policy=publish_retry_policy(),
             )
