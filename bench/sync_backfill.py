@@ -130,7 +130,8 @@ def generate_corpus(root: Path, sessions: int, messages: int, seed: int = 7) -> 
 
 
 def _parsed_rows(home: Path) -> list[list[tuple[Any, ...]]]:
-    """The rows the sync writes, per session, parsed once for the baselines."""
+    """The rows the sync writes, per session, parsed once for the baselines (a plaintext
+    tenant's: content as is, no keyed terms)."""
     from continuum.sync.engine import namespace_for
     from continuum.sync.sources import session_facts
     from continuum.sync.writer import message_rows
@@ -143,7 +144,7 @@ def _parsed_rows(home: Path) -> list[list[tuple[Any, ...]]]:
         facts = session_facts(
             source, namespace_for(source.instance), parser.context, source.channel
         )
-        sessions.append(message_rows(facts, result.messages, {}))
+        sessions.append([(*row, None) for row in message_rows(facts, result.messages, {})])
     return sessions
 
 
@@ -177,7 +178,7 @@ def _row_by_row(dsn: str, sessions: list[list[tuple[Any, ...]]], budget_s: float
 PLAIN_TABLE = (
     "CREATE TABLE {} (namespace text, session_id text, message_id text, parent_id text,"
     " role text, content text, channel text, sender text, source text,"
-    " created_at timestamptz, details jsonb)"
+    " created_at timestamptz, details jsonb, tsv_keyed tsvector)"
 )
 MESSAGES_SHAPED_TABLE = "CREATE TABLE {} (LIKE messages INCLUDING ALL)"
 
