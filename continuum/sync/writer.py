@@ -1,11 +1,14 @@
 """The bulk writer: parsed transcript messages and their session rows into Postgres.
 
-Messages go through one path for backfill and incremental sync alike: COPY into a
-temporary staging table, then `INSERT … SELECT … ON CONFLICT DO NOTHING RETURNING`, so a
+A batch of a session that has no rows yet (a backfill's new files, a new session's first
+batch) is COPYed straight into `messages` under a savepoint: nothing can conflict with it
+but a concurrent writer of the same session or an id repeated in the batch, and then the
+savepoint is rolled back and the batch takes the general path. The general path COPYs into
+a temporary staging table, then `INSERT … SELECT … ON CONFLICT DO NOTHING RETURNING`, so a
 batch costs two statements whatever its size and only rows really inserted come back
-(they drive `message_count` and the capture feed). Rows are inserted in key order, so two
-transactions writing overlapping batches (a live file and its archived copy) wait on each
-other instead of deadlocking. Everything runs in the caller's transaction.
+(they drive `message_count` and the capture feed). Rows are inserted in key order on both
+paths, so two transactions writing overlapping batches (a live file and its archived copy)
+wait on each other instead of deadlocking. Everything runs in the caller's transaction.
 """
 
 from __future__ import annotations
@@ -50,6 +53,8 @@ CREATE_STAGE = (
     " details jsonb, tsv_keyed tsvector) ON COMMIT DELETE ROWS"
 )
 COPY_STAGE = f"COPY {STAGE} ({_COLUMN_LIST}) FROM STDIN"
+COPY_MESSAGES = f"COPY messages ({_COLUMN_LIST}) FROM STDIN"
+SESSION_HAS_ROWS = "SELECT EXISTS (SELECT FROM messages WHERE namespace = %s AND session_id = %s)"
 INSERT_FROM_STAGE = (
     f"WITH staged AS (DELETE FROM {STAGE} RETURNING *) "
     f"INSERT INTO messages ({_COLUMN_LIST}) "
@@ -142,11 +147,32 @@ def _sealed(db: DbSession, rows: Sequence[Row]) -> list[Row]:
     return out
 
 
+def _copied_as_new_session(conn: psycopg.Connection[Any], rows: Sequence[Row]) -> bool:
+    """COPY `rows` (one session's, in key order) straight into `messages` if that session
+    has no rows; False, with nothing written, when it has or a row turns out to exist."""
+    key = rows[0][:2]
+    if any(row[:2] != key for row in rows):
+        return False
+    with conn.cursor() as cur:
+        if cur.execute(SESSION_HAS_ROWS, key).fetchone() != (False,):
+            return False
+        try:
+            with conn.transaction(), cur.copy(COPY_MESSAGES) as copy:
+                for row in rows:
+                    copy.write_row(row)
+        except psycopg.errors.UniqueViolation:  # a concurrent writer's, or a repeated id
+            return False
+    return True
+
+
 def insert_messages(db: DbSession, rows: Sequence[Row]) -> list[InsertedMessage]:
-    """COPY `rows` to the staging table and insert the new ones into `messages`."""
+    """Insert the rows of `rows` not yet in `messages`; returns those inserted, in key order."""
     if not rows:
         return []
-    staged = _sealed(db, rows)
+    staged = sorted(_sealed(db, rows), key=lambda row: row[:3])
+    if _copied_as_new_session(driver_connection(db), staged):
+        created_at = COLUMNS.index("created_at")
+        return [InsertedMessage(row[1], row[2], row[created_at]) for row in staged]
     with driver_connection(db).cursor() as cur:
         cur.execute(CREATE_STAGE)
         with cur.copy(COPY_STAGE) as copy:
