@@ -7,6 +7,7 @@ command (CLI, worker, beat, tests) finds the embedded servers without extra flag
 from __future__ import annotations
 
 import json
+import os
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -57,6 +58,12 @@ class Settings(BaseSettings):
         ge=1,
         description="CPU threads embedding one search query (the local model); more only "
         "fight the database for the cores of a small machine.",
+    )
+
+    api_workers: int = Field(
+        default_factory=lambda: os.cpu_count() or 1,
+        ge=1,
+        description="`continuum api` worker processes (default: one per CPU core).",
     )
 
     llm_base_url: str | None = None

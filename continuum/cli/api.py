@@ -26,14 +26,26 @@ def serve(
         envvar="CONTINUUM_API_MAX_BODY_BYTES",
         help="Larger request bodies are refused with 413.",
     ),
-    workers: int = typer.Option(1, "--workers", help="uvicorn worker processes."),
+    workers: int | None = typer.Option(
+        None,
+        "--workers",
+        min=1,
+        help="uvicorn worker processes (default: CONTINUUM_API_WORKERS, one per CPU core).",
+    ),
 ) -> None:
     """Serve the HTTP API (/v1, /docs, /metrics) and Mission Control (/)."""
     import uvicorn
 
+    from continuum.config import get_settings
+
     # Every uvicorn worker imports continuum.api.asgi, which reads the limit from here.
     os.environ["CONTINUUM_API_MAX_BODY_BYTES"] = str(max_body_bytes)
-    uvicorn.run("continuum.api.asgi:app", host=host, port=port, workers=workers)
+    uvicorn.run(
+        "continuum.api.asgi:app",
+        host=host,
+        port=port,
+        workers=workers or get_settings().api_workers,
+    )
 
 
 @tokens_app.command("create")

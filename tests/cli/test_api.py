@@ -40,3 +40,30 @@ def test_a_token_needs_valid_namespaces(db: Any) -> None:
     assert bad.exit_code == 2 and "invalid namespace" in bad.stderr
     human = runner.invoke(tokens_app, ["create", "-n", "pearl"])
     assert human.exit_code == 0 and "Shown once" in human.output
+
+
+def test_api_runs_one_worker_per_core_unless_told(monkeypatch: Any) -> None:
+    """`continuum api` serves with CONTINUUM_API_WORKERS processes, by default one per CPU
+    core (one process uses about one core); `--workers` wins over both."""
+    import os
+
+    import uvicorn
+
+    from continuum.cli.api import app as api_app
+    from continuum.config import get_settings
+
+    served: list[int] = []
+    monkeypatch.setattr(uvicorn, "run", lambda *args, **kwargs: served.append(kwargs["workers"]))
+    monkeypatch.setattr(os, "cpu_count", lambda: 6)
+    monkeypatch.delenv("CONTINUUM_API_WORKERS", raising=False)
+    monkeypatch.setenv("CONTINUUM_API_MAX_BODY_BYTES", "1048576")  # `api` sets it
+    get_settings.cache_clear()
+    try:
+        assert runner.invoke(api_app, ["api"]).exit_code == 0
+        monkeypatch.setenv("CONTINUUM_API_WORKERS", "3")
+        get_settings.cache_clear()
+        assert runner.invoke(api_app, ["api"]).exit_code == 0
+        assert runner.invoke(api_app, ["api", "--workers", "2"]).exit_code == 0
+    finally:
+        get_settings.cache_clear()
+    assert served == [6, 3, 2]
