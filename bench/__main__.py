@@ -17,6 +17,7 @@ SECTIONS = {  # in the order they run
     "pipeline": "pipeline_bench",
     "sync": "sync_backfill",
     "recall": "recall_bench",
+    "api": "api_bench",
     "consolidation": "consolidation_bench",
     "encryption": "encryption_bench",
     "cli": "cli_bench",

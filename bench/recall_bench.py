@@ -62,7 +62,8 @@ def _recall_at(rank: Ranker, questions: list[Question], k: int) -> float:
     return sum(found) / len(found)
 
 
-def _load(conv: LongConversation) -> None:
+def load(conv: LongConversation) -> None:
+    """Ingest `conv` through the real pipeline (key moments captured) and embed it all."""
     from continuum.pipeline.ingest import ingest_batch
     from continuum.pipeline.outbox import embed_pending
 
@@ -74,7 +75,7 @@ def _load(conv: LongConversation) -> None:
 def quality() -> Section:
     conv = generate()
     with timed() as load_s:
-        _load(conv)
+        load(conv)
     section = Section(
         f"Retrieval quality: synthetic long conversation ({len(conv.events)} turns, "
         f"{len(conv.questions)} questions; loaded in {load_s[0]:.0f}s)"
