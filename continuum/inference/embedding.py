@@ -124,25 +124,63 @@ def _limit_query_threads() -> None:
         torch.set_num_threads(get_settings().query_embed_threads)
 
 
+class _QueryBatcher:
+    """Search queries of this process, embedded on one background thread. While it encodes,
+    queries that arrive wait; its next encode takes all of them at once (up to
+    CONTINUUM_EMBED_BATCH_SIZE), since one encode of several short queries costs far less
+    than one encode each (the local model on one thread: 8 queries in one call took 6.9 ms
+    each, against 17 ms for a query alone). A lone query waits for nothing."""
+
+    def __init__(self) -> None:
+        self.pool = ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="embed-query", initializer=_limit_query_threads
+        )
+        self._lock = threading.Lock()
+        self._waiting: list[tuple[str, Future[list[float]]]] = []
+
+    def submit(self, embedder: Embedder, query: str) -> Future[list[float]]:
+        future: Future[list[float]] = Future()
+        with self._lock:
+            self._waiting.append((query, future))
+        # Each query schedules an encode; one that finds its query taken by an earlier
+        # encode (which batched it) returns at once.
+        self.pool.submit(self._encode_waiting, embedder)
+        return future
+
+    def _encode_waiting(self, embedder: Embedder) -> None:
+        limit = get_settings().embed_batch_size
+        with self._lock:
+            batch, self._waiting = self._waiting[:limit], self._waiting[limit:]
+        if not batch:
+            return
+        try:
+            vectors = embedder.embed([query for query, _ in batch])
+        except BaseException as exc:  # every caller of the batch sees the failure
+            for _, future in batch:
+                future.set_exception(exc)
+            return
+        for (_, future), vector in zip(batch, vectors, strict=True):
+            future.set_result(vector)
+
+
 @lru_cache(maxsize=1)
-def _query_pool() -> ThreadPoolExecutor:
-    return ThreadPoolExecutor(
-        max_workers=1, thread_name_prefix="embed-query", initializer=_limit_query_threads
-    )
+def _query_batcher() -> _QueryBatcher:
+    return _QueryBatcher()
 
 
 # A pool inherited through fork (Celery prefork, API workers) has no thread behind it and
 # would never run what is submitted: each process makes its own.
-os.register_at_fork(after_in_child=_query_pool.cache_clear)
+os.register_at_fork(after_in_child=_query_batcher.cache_clear)
 
 
 def embed_query_soon(query: str) -> Future[list[float]] | None:
-    """Start embedding `query` on a background thread (the model releases the GIL), so a
-    caller can run its SQL meanwhile; None when embeddings are off."""
+    """Start embedding `query` on the background query thread (the model releases the GIL),
+    batched with the queries other threads of this process are waiting on, so a caller can
+    run its SQL meanwhile; None when embeddings are off."""
     embedder = get_embedder()
     if embedder is None:
         return None
-    return _query_pool().submit(lambda: embedder.embed([query])[0])
+    return _query_batcher().submit(embedder, query)
 
 
 @lru_cache(maxsize=1)

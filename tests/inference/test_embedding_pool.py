@@ -1,14 +1,19 @@
-"""The query-embedding thread works in a forked child too (Celery prefork, API workers)."""
+"""The query-embedding thread: it batches the queries that wait while it encodes, gives each
+caller its own vector (or the batch's failure), and works in a forked child too (Celery
+prefork, API workers)."""
 
 from __future__ import annotations
 
 import os
 import signal
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import pytest
 
 from continuum.config import get_settings
 from continuum.inference import embedding
+from tests.support.wait import wait_for
 
 
 class _LengthEmbedder:
@@ -17,6 +22,63 @@ class _LengthEmbedder:
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         return [[float(len(t))] for t in texts]
+
+
+class _GatedEmbedder(_LengthEmbedder):
+    """Records each call's texts; the first call waits until `gate` is set."""
+
+    def __init__(self, fail: bool = False) -> None:
+        self.calls: list[list[str]] = []
+        self.gate = threading.Event()
+        self.fail = fail
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        self.calls.append(list(texts))
+        if len(self.calls) == 1:
+            assert self.gate.wait(timeout=5)
+        if self.fail:
+            raise embedding.EmbeddingError("endpoint down")
+        return super().embed(texts)
+
+
+def _submit_while_busy(
+    monkeypatch: pytest.MonkeyPatch, embedder: _GatedEmbedder, queries: list[str]
+) -> list[Future[list[float]]]:
+    """Submit "first" (the thread starts encoding it and blocks), then `queries` from
+    concurrent threads, then let the thread go on."""
+    monkeypatch.setattr(embedding, "get_embedder", lambda: embedder)
+    embedding._query_batcher.cache_clear()
+    first = embedding.embed_query_soon("first")
+    wait_for(lambda: embedder.calls, timeout=5)  # the thread is busy with "first"
+    with ThreadPoolExecutor(len(queries)) as callers:
+        futures = list(callers.map(embedding.embed_query_soon, queries))
+    embedder.gate.set()
+    return [f for f in [first, *futures] if f is not None]
+
+
+def test_queries_waiting_on_the_thread_are_embedded_in_one_batch(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    embedder = _GatedEmbedder()
+    queries = ["a" * n for n in range(1, 9)]
+    futures = _submit_while_busy(monkeypatch, embedder, queries)
+    try:
+        vectors = [future.result(timeout=5) for future in futures]
+    finally:
+        embedding._query_batcher.cache_clear()
+    assert vectors == [[5.0]] + [[float(n)] for n in range(1, 9)]  # each caller its own
+    assert embedder.calls[0] == ["first"]
+    assert sorted(embedder.calls[1], key=len) == queries and len(embedder.calls) == 2
+
+
+def test_a_failed_batch_fails_every_caller_in_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    embedder = _GatedEmbedder(fail=True)
+    futures = _submit_while_busy(monkeypatch, embedder, ["x", "yy", "zzz"])
+    try:
+        errors = [future.exception(timeout=5) for future in futures]
+    finally:
+        embedding._query_batcher.cache_clear()
+    assert all(isinstance(e, embedding.EmbeddingError) for e in errors) and len(errors) == 4
 
 
 def test_query_embedding_runs_in_a_forked_child(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -41,11 +103,13 @@ def test_query_thread_runs_torch_on_its_own_thread_count(monkeypatch: pytest.Mon
     monkeypatch.setenv("CONTINUUM_QUERY_EMBED_THREADS", "3")  # not any default count
     caller = torch.get_num_threads()
     get_settings.cache_clear()
-    embedding._query_pool.cache_clear()
+    embedding._query_batcher.cache_clear()
     try:
-        query_threads = embedding._query_pool().submit(torch.get_num_threads).result(timeout=5)
+        query_threads = (
+            embedding._query_batcher().pool.submit(torch.get_num_threads).result(timeout=5)
+        )
     finally:
-        embedding._query_pool.cache_clear()
+        embedding._query_batcher.cache_clear()
         get_settings.cache_clear()
     assert query_threads == 3
     assert torch.get_num_threads() == caller
