@@ -73,22 +73,25 @@ class Load:
 
 
 class Meter:
-    """CPU seconds used so far by a process tree (the API server, Postgres) and the machine."""
+    """CPU seconds used so far by a process tree (the API server, Postgres) or this process
+    alone, and by the machine."""
 
-    def __init__(self, *roots: psutil.Process) -> None:
-        self.roots = roots
+    def __init__(self, root: psutil.Process, *, tree: bool = True) -> None:
+        self.root = root
+        self.tree = tree  # its children too (not for this process: the API is one of them)
 
     def read(self) -> tuple[float, float]:
         """(CPU seconds of the trees, busy CPU seconds of the machine). A process's own time
         includes its exited children's (a Postgres backend of a closed connection)."""
         total = 0.0
-        for root in self.roots:
-            for p in [root, *root.children(recursive=True)]:
-                try:
-                    times = p.cpu_times()
-                except psutil.NoSuchProcess:
-                    continue
-                total += times.user + times.system + times.children_user + times.children_system
+        for p in [self.root, *(self.root.children(recursive=True) if self.tree else [])]:
+            try:
+                times = p.cpu_times()
+            except psutil.NoSuchProcess:
+                continue
+            total += times.user + times.system
+            if self.tree:
+                total += times.children_user + times.children_system
         machine = psutil.cpu_times()
         return total, machine.user + machine.system + machine.nice + machine.irq + machine.softirq
 
@@ -132,7 +135,7 @@ async def _drive(
 
 def _measured(api: Meter, postgres: Meter, work: Callable[[], list[float]]) -> Load:
     """Run `work` (it returns request latencies) and meter the CPU spent meanwhile."""
-    me = Meter(psutil.Process())
+    me = Meter(psutil.Process(), tree=False)
     before = api.read(), postgres.read()[0], me.read()[0]
     started = time.perf_counter()
     latencies = work()
@@ -206,7 +209,9 @@ def run(urls: dict[str, str], options: Options) -> list[Section]:
     postgres = Meter(psutil.Process(_postmaster_pid()))
     local = {
         name: _measured(
-            Meter(psutil.Process()), postgres, lambda call=call: _in_process(call, queries, seconds)
+            Meter(psutil.Process(), tree=False),
+            postgres,
+            lambda call=call: _in_process(call, queries, seconds),
         )
         for name, call in calls.items()
     }
