@@ -9,6 +9,7 @@ model refuses to mix vectors until `continuum reembed` has cleared them.
 from __future__ import annotations
 
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 from sqlalchemy import text
@@ -25,6 +26,9 @@ EMBEDDED_TABLES = ("memories", "messages")
 # Rows waiting for a vector: none of a tenant in no-vector mode (CONTINUUM_NO_VECTOR_TENANTS).
 PENDING = "embedding IS NULL AND namespace <> ALL(CAST(:no_vectors AS text[]))"
 MODEL_STATE_KEY = "embedding_model"
+# Encode batches claimed at once: sorting this many rows by length before cutting them into
+# batches pads each batch far less than encoding every batch in id order.
+CLAIM_BATCHES = 8
 
 
 @dataclass
@@ -49,8 +53,13 @@ def _check_model(db: DbSession, embedder: Embedder) -> None:
         )
 
 
-def embed_batch(table: str, embedder: Embedder, batch_size: int) -> int:
-    """Claim up to `batch_size` rows of `table` without embeddings and fill them in."""
+def embed_batch(table: str, embedder: Embedder, batch_size: int, deadline: float) -> int:
+    """Claim up to `CLAIM_BATCHES` × `batch_size` rows of `table` without embeddings and fill
+    them in, shortest texts first, one encode batch at a time until the monotonic `deadline`
+    (the first batch always runs); rows left when it passes are released at commit. Each
+    batch's vectors are written on a background thread while the next batch encodes (the
+    model releases the GIL), one write in flight at a time, all in the claiming transaction.
+    """
     if table not in EMBEDDED_TABLES:
         raise ValueError(f"no embedding outbox for table {table!r}")
     with session_scope() as db:
@@ -60,21 +69,38 @@ def embed_batch(table: str, embedder: Embedder, batch_size: int) -> int:
                 f"SELECT id, content FROM {table} WHERE {PENDING} "
                 "ORDER BY id LIMIT :n FOR UPDATE SKIP LOCKED"
             ),
-            {"n": batch_size, "no_vectors": get_settings().no_vector_tenants},
+            {"n": batch_size * CLAIM_BATCHES, "no_vectors": get_settings().no_vector_tenants},
         ).all()
-        if not rows:
-            return 0
         kind = f"{table}.content"
-        vectors = embedder.embed([open_text(row.content, kind) for row in rows])
-        db.execute(
-            text(
-                f"UPDATE {table} AS t SET embedding = v.e::halfvec "
-                "FROM unnest(CAST(:ids AS bigint[]), CAST(:vecs AS text[])) AS v(id, e) "
-                "WHERE t.id = v.id"
-            ),
-            {"ids": [row.id for row in rows], "vecs": [vector_literal(v) for v in vectors]},
+        # Batches of similar lengths pad less: sorted over the whole claim, not per batch.
+        pending = sorted(
+            ((open_text(row.content, kind), row.id) for row in rows), key=lambda item: len(item[0])
         )
-        return len(rows)
+        embedded = 0
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed-write") as writer:
+            written: Future[None] | None = None
+            while pending and (not embedded or time.monotonic() < deadline):
+                batch, pending = pending[:batch_size], pending[batch_size:]
+                vectors = embedder.embed([content for content, _ in batch])
+                if written is not None:
+                    written.result()
+                ids = [row_id for _, row_id in batch]
+                written = writer.submit(_write_vectors, db, table, ids, vectors)
+                embedded += len(batch)
+            if written is not None:
+                written.result()
+        return embedded
+
+
+def _write_vectors(db: DbSession, table: str, ids: list[int], vectors: list[list[float]]) -> None:
+    db.execute(
+        text(
+            f"UPDATE {table} AS t SET embedding = v.e::halfvec "
+            "FROM unnest(CAST(:ids AS bigint[]), CAST(:vecs AS text[])) AS v(id, e) "
+            "WHERE t.id = v.id"
+        ),
+        {"ids": ids, "vecs": [vector_literal(v) for v in vectors]},
+    )
 
 
 def embed_pending(
@@ -82,16 +108,17 @@ def embed_pending(
 ) -> OutboxResult:
     """Fill embeddings, memories first, until the outbox is empty or the budget is spent."""
     started = time.monotonic()
+    deadline = started + time_budget_s
     embedded = dict.fromkeys(tables, 0)
     embedder = get_embedder()
     if embedder is None:
         return OutboxResult(embedded, 0.0)
     batch_size = get_settings().embed_batch_size
     for table in tables:
-        while time.monotonic() - started < time_budget_s:
-            count = embed_batch(table, embedder, batch_size)
+        while time.monotonic() < deadline:
+            count = embed_batch(table, embedder, batch_size, deadline)
             embedded[table] += count
-            if count < batch_size:
+            if count < batch_size * CLAIM_BATCHES:
                 break
     return OutboxResult(embedded, time.monotonic() - started)
 
