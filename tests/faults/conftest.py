@@ -17,6 +17,22 @@ from continuum.contract.queues import ALL_QUEUES
 FAULT_QUEUE = "faults"
 
 
+@pytest.fixture(autouse=True)
+def _empty_broker(servers: dict[str, str]) -> None:
+    """Each scenario starts with no task message queued, held or ledgered: the `db` fixture
+    empties the app's Redis database, not the broker's, where a batch an earlier test left
+    (the default suite's, or a scenario that timed out) would otherwise reach this one's
+    workers. Kombu's exchange bindings stay."""
+    from continuum.contract import ledger
+    from continuum.store.redis_client import get_broker_redis
+
+    broker = get_broker_redis()
+    queues = [
+        name for queue in (*ALL_QUEUES, FAULT_QUEUE) for name in broker.scan_iter(f"{queue}*")
+    ]
+    broker.delete(*queues, "unacked", "unacked_index", ledger.ENTRIES, ledger.INDEX)
+
+
 @pytest.fixture
 def start_worker(servers: Any, tmp_path: Path) -> Iterator[Callable[..., subprocess.Popen[bytes]]]:
     """Start `celery -A workers worker` processes; all are stopped after the test."""
