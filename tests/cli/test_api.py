@@ -47,13 +47,22 @@ def test_api_runs_one_worker_per_core_unless_told(monkeypatch: Any) -> None:
     core (one process uses about one core); `--workers` wins over both."""
     import os
 
-    import uvicorn
+    from uvicorn import supervisors
 
     from continuum.cli.api import app as api_app
     from continuum.config import get_settings
 
     served: list[int] = []
-    monkeypatch.setattr(uvicorn, "run", lambda *args, **kwargs: served.append(kwargs["workers"]))
+
+    class Supervisor:  # records the worker processes it was asked for, starts none
+        def __init__(self, config: Any, sockets: list[Any]) -> None:
+            served.append(config.workers)
+            sockets[0].close()
+
+        def run(self) -> None:
+            pass
+
+    monkeypatch.setattr(supervisors, "Multiprocess", Supervisor)
     monkeypatch.setattr(os, "cpu_count", lambda: 6)
     monkeypatch.delenv("CONTINUUM_API_WORKERS", raising=False)
     monkeypatch.setenv("CONTINUUM_API_MAX_BODY_BYTES", "1048576")  # `api` sets it
@@ -67,3 +76,21 @@ def test_api_runs_one_worker_per_core_unless_told(monkeypatch: Any) -> None:
     finally:
         get_settings.cache_clear()
     assert served == [6, 3, 2]
+
+
+def test_api_worker_connections_send_without_delay() -> None:
+    """The socket `continuum api`'s worker processes share hands out connections with
+    TCP_NODELAY (without it a kept-alive request waited 40 ms for a delayed ACK)."""
+    import socket
+
+    import uvicorn
+
+    from continuum.cli.api import listening_socket
+
+    config = uvicorn.Config("continuum.api.asgi:app", host="127.0.0.1", port=0, workers=2)
+    with listening_socket(config) as server:
+        server.listen()  # as each worker's server does
+        with socket.create_connection(server.getsockname()[:2]):
+            accepted, _ = server.accept()
+            with accepted:
+                assert accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
