@@ -165,12 +165,12 @@ _PENDING_AT = text(
     "WHERE t.namespace = :ns AND t.status = 'pending' "
     "AND t.due_at = ANY(CAST(:dues AS timestamptz[])) GROUP BY t.id ORDER BY t.id"
 )
-# Which (user, title) pairs, by position, an active task of the tenant already has.
+# Which of the (user, title) pairs an active task of the tenant already has.
 _TAKEN = text(
-    "SELECT k.i FROM unnest(CAST(:uids AS text[]), CAST(:titles AS text[])) "
-    "WITH ORDINALITY AS k(uid, title, i) WHERE EXISTS (SELECT 1 FROM tasks "
-    "WHERE namespace = :ns AND user_id IS NOT DISTINCT FROM k.uid "
-    "AND lower(title) = lower(k.title) AND status = ANY(:active))"
+    "SELECT k.uid, k.title FROM unnest(CAST(:uids AS text[]), CAST(:titles AS text[])) "
+    "AS k(uid, title) WHERE EXISTS (SELECT 1 FROM tasks WHERE namespace = :ns "
+    "AND user_id IS NOT DISTINCT FROM k.uid AND lower(title) = lower(k.title) "
+    "AND status = ANY(:active))"
 )
 
 
@@ -194,14 +194,31 @@ class _Pending:
     new: dict[str, Any] | None = None
 
     def restated_by(self, row: Any, said: Said, sessions: list[str]) -> bool:
-        """Whether the memory `row` restates this task: same user, due time and session,
-        and the other side's words for it (the assistant confirming the user's reminder)."""
+        """Whether the memory `row` (due at a time, said in a session) restates this task:
+        same user, due time and session, and the other side's words for it (the assistant
+        confirming the user's reminder)."""
         return (
-            self.user_id == row.user_id
+            said.due_at is not None
+            and bool(sessions)
+            and self.user_id == row.user_id
             and self.due_at == said.due_at
             and set(sessions) <= set(self.tags)
             and row.provenance not in self.provenances
             and restates(said, Said(self.title, said.due_at, self.provenances[0]))
+        )
+
+    def restate(self, db: DbSession, row: Any, title: str) -> None:
+        """Take the memory `row`'s wording (`title`, as stored) and its tag."""
+        tag = f"memory:{row.id}"
+        self.title = row.content
+        self.tags.append(tag)
+        self.provenances.append(row.provenance)
+        if self.new is not None:
+            self.new["title"] = title
+            return
+        db.execute(
+            text("UPDATE tasks SET title = :title, tags = array_append(tags, :tag) WHERE id = :id"),
+            {"title": title, "tag": tag, "id": self.id},
         )
 
 
@@ -222,40 +239,33 @@ def _tasks_of(db: DbSession, namespace: str, rows: Sequence[Any]) -> int:
     if not rows:
         return 0
     titles = [_sealed_title(row) for row in rows]
-    dues = {str(due) for row in rows if (due := (row.details or {}).get("due_at"))}
+    dues = sorted({str(due) for row in rows if (due := (row.details or {}).get("due_at"))})
+    found = db.execute(_PENDING_AT, {"ns": namespace, "dues": dues}) if dues else ()
     pending = [
         _Pending(open_text(task.title, "tasks.title"), task.user_id, task.due_at, task.tags,
                  task.provenances, id=task.id)
-        for task in (db.execute(_PENDING_AT, {"ns": namespace, "dues": sorted(dues)}) if dues else ())
+        for task in found
     ]  # fmt: skip
-    params = {"ns": namespace, "uids": [r.user_id for r in rows], "titles": titles}
-    taken_at = set(db.scalars(_TAKEN, {**params, "active": list(ACTIVE_STATUSES)}))
-    taken = {(row.user_id, title.lower()) for i, (row, title) in enumerate(zip(rows, titles, strict=True), 1) if i in taken_at}  # fmt: skip
+    params = {"ns": namespace, "uids": [row.user_id for row in rows], "titles": titles}
+    taken = {
+        (uid, title.lower())
+        for uid, title in db.execute(_TAKEN, {**params, "active": list(ACTIVE_STATUSES)})
+    }
     new: list[dict[str, Any]] = []
     for row, title in zip(rows, titles, strict=True):
-        tag = f"memory:{row.id}"
+        key = (row.user_id, title.lower())
         details = row.details or {}
         due = details.get("due_at")
-        sessions = [t for t in row.tags if t.startswith("session:")]
-        if due and sessions:
-            said = Said(row.content, datetime.fromisoformat(due), row.provenance)
-            task = next((t for t in pending if t.restated_by(row, said, sessions)), None)
-            if task is not None:
-                task.title = row.content
-                taken.add((row.user_id, title.lower()))
-                task.tags.append(tag)
-                task.provenances.append(row.provenance)
-                if task.new is not None:
-                    task.new["title"] = title
-                else:
-                    db.execute(
-                        text("UPDATE tasks SET title = :title, tags = array_append(tags, :tag) WHERE id = :id"),
-                        {"title": title, "tag": tag, "id": task.id},
-                    )  # fmt: skip
-                continue
-        if (row.user_id, title.lower()) in taken:
+        said = Said(row.content, datetime.fromisoformat(due) if due else None, row.provenance)
+        sessions = [tag for tag in row.tags if tag.startswith("session:")]
+        restated = next((t for t in pending if t.restated_by(row, said, sessions)), None)
+        if restated is not None:
+            restated.restate(db, row, title)
+            taken.add(key)
             continue
-        taken.add((row.user_id, title.lower()))
+        if key in taken:
+            continue
+        taken.add(key)
         values = {
             "namespace": namespace,
             "user_id": row.user_id,
@@ -269,11 +279,11 @@ def _tasks_of(db: DbSession, namespace: str, rows: Sequence[Any]) -> int:
             ),
             "created_channel": row.channel,
             "due_at": due,
-            "tags": [tag, *sessions],
+            "tags": [f"memory:{row.id}", *sessions],
         }
         new.append(values)
-        if due:
-            pending.append(_Pending(row.content, row.user_id, datetime.fromisoformat(due),
-                                    values["tags"], [row.provenance], new=values))  # fmt: skip
+        if said.due_at:
+            pending.append(_Pending(row.content, row.user_id, said.due_at, values["tags"],
+                                    [row.provenance], new=values))  # fmt: skip
     insert_rows(db, UserTask, new)
     return len(new)
