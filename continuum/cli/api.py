@@ -48,16 +48,18 @@ def serve(
         port=port,
         workers=workers or get_settings().api_workers,
     )
+    sockets = [listening_socket(config)]
     if config.workers == 1:
-        uvicorn.run(config.app, host=host, port=port)
+        uvicorn.Server(config).run(sockets=sockets)
         return
     from uvicorn.supervisors import Multiprocess
 
-    Multiprocess(config, sockets=[listening_socket(config)]).run()
+    Multiprocess(config, sockets=sockets).run()
 
 
 def listening_socket(config: Any) -> socket.socket:
-    """The socket uvicorn's worker processes share, with TCP_NODELAY. uvicorn makes it
+    """The socket the API listens on (shared by its worker processes), with TCP_NODELAY.
+    uvicorn makes it
     without IPPROTO_TCP, so asyncio does not set TCP_NODELAY on the connections it accepts:
     on a kept-alive connection a response sent in two writes then waited for the client's
     delayed ACK, 40 ms a request. Set on the listening socket, it is inherited by every
