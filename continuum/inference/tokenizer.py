@@ -71,3 +71,10 @@ def count_tokens(text: str) -> int:
     if not text:
         return 0
     return _count_line(text) if len(text) <= CACHED_CHARS else _tokenizer().count(text)
+
+
+def count_block_tokens(block: str) -> int:
+    """Tokens of a block made of lines: the sum of its lines' counts, which is exact since
+    whitespace splits word pieces (and lines, which repeat from block to block, are cached)."""
+    return sum(count_tokens(line) for line in block.split("\n"))
+

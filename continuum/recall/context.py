@@ -43,7 +43,7 @@ from continuum.capture.kinds import KINDS, ContextSection, MemoryKind, kind_name
 from continuum.capture.models import DIGEST_KINDS
 from continuum.capture.text import clip, normalize_for_key
 from continuum.capture.topics import topic_slug
-from continuum.inference.tokenizer import count_tokens
+from continuum.inference.tokenizer import count_block_tokens, count_tokens
 from continuum.memory.user_tasks import tasks_query
 from continuum.recall.search import (
     FusionWeights,
@@ -241,8 +241,9 @@ def _render(items: list[ContextItem], now: datetime) -> str:
 
 
 # -- candidates ------------------------------------------------------------------------
-_MEMORY_COLUMNS = (
-    "id, kind, content, created_at, channel, importance, session_id, source_message_ids, details"
+_MEMORY_COLUMNS = (  # a memory's channel, else the one its details name
+    "id, kind, content, created_at, coalesce(nullif(channel, ''), details->>'channel') AS channel,"
+    " importance, session_id, source_message_ids"
 )
 
 
@@ -300,47 +301,51 @@ def _memory_candidates(
     db: DbSession,
     namespace: str,
     scope: SearchFilters,
-    channel: _MemoryChannel,
+    channels: list[_MemoryChannel],
     now: datetime,
     config: RecallConfig,
-) -> list[_Candidate]:
-    params = {
+) -> list[list[_Candidate]]:
+    """Each channel's memories, all read in one statement (one round trip for the block's
+    sections)."""
+    params: dict[str, Any] = {
         "ns": namespace,
-        "limit": channel.limit,
-        "wanted": list(channel.kinds),
         "imin": config.importance_min,
         "isince": now - timedelta(days=config.importance_days),
     }
-    where = f"{where_sql('memory', scope, params, owners=False)} AND {channel.where}"
-    parts, part_matches = _PARTS[channel.by]
-    ranges = " UNION ALL ".join(
-        f"(SELECT {_MEMORY_COLUMNS} FROM memories WHERE {where} AND {owner} AND {part_matches} "
-        "ORDER BY created_at DESC, id DESC LIMIT :limit)"
-        for owner in owner_clauses(scope, params)
-    )
-    rows = db.execute(
-        text(
-            f"SELECT m.* FROM {parts} AS p(part) CROSS JOIN LATERAL ({ranges}) AS m "
-            f"ORDER BY {channel.order}, id DESC LIMIT :limit"
-        ),
-        params,
-    )
-    return [
-        _Candidate(
-            source="memory",
-            ref=f"memory:{row.id}",
-            kind=row.kind,
-            content=open_text(row.content, "memories.content"),
-            created_at=row.created_at,
-            channel=row.channel or row.details.get("channel"),
-            importance=row.importance,
-            db_id=row.id,
-            session_id=row.session_id,
-            source_message_ids=list(row.source_message_ids),
-            channels={channel.name: channel.why},
+    scoped = where_sql("memory", scope, params, owners=False)
+    owners = owner_clauses(scope, params)
+    selects = []
+    for i, channel in enumerate(channels):
+        params[f"limit{i}"], params[f"wanted{i}"] = channel.limit, list(channel.kinds)
+        parts, part_matches = (sql.replace(":wanted", f":wanted{i}") for sql in _PARTS[channel.by])
+        ranges = " UNION ALL ".join(
+            f"(SELECT {_MEMORY_COLUMNS} FROM memories WHERE {scoped} AND {channel.where} "
+            f"AND {owner} AND {part_matches} ORDER BY created_at DESC, id DESC LIMIT :limit{i})"
+            for owner in owners
         )
-        for row in rows
-    ]
+        selects.append(
+            f"(SELECT {i} AS channel_index, m.* FROM {parts} AS p(part) CROSS JOIN LATERAL "
+            f"({ranges}) AS m ORDER BY {channel.order}, id DESC LIMIT :limit{i})"
+        )
+    found: list[list[_Candidate]] = [[] for _ in channels]
+    for row in db.execute(text(" UNION ALL ".join(selects)), params):
+        channel = channels[row.channel_index]
+        found[row.channel_index].append(
+            _Candidate(
+                source="memory",
+                ref=f"memory:{row.id}",
+                kind=row.kind,
+                content=open_text(row.content, "memories.content"),
+                created_at=row.created_at,
+                channel=row.channel,
+                importance=row.importance,
+                db_id=row.id,
+                session_id=row.session_id,
+                source_message_ids=list(row.source_message_ids),
+                channels={channel.name: channel.why},
+            )
+        )
+    return found
 
 
 def _task_candidates(
@@ -536,7 +541,8 @@ def _pack(
 ) -> tuple[list[ContextItem], str, int]:
     """Greedy by score (a long relevant turn before a short weak one); the handoff first.
     An item that no longer fits is skipped for smaller ones after it. Token counts add up across the
-    whitespace that joins lines, so the sum is the block's exact count (verified after).
+    whitespace that joins lines, so the sum is the block's exact count (checked after, on the
+    rendered block).
     Returns the items, the rendered block and its token count."""
     used = count_tokens(_header(now))
     opened: set[str] = set()
@@ -584,7 +590,7 @@ def _pack(
         )
     )
     block = _render(items, now)
-    while (tokens_used := count_tokens(block)) > max_tokens:  # never over the budget
+    while (tokens_used := count_block_tokens(block)) > max_tokens:  # never over the budget
         dropped = min(items, key=lambda i: (i.score / max(i.tokens, 1), i.ref))
         items.remove(dropped)
         excluded.append(Excluded(dropped.ref, dropped.kind, "over the token budget", dropped.score))
@@ -629,10 +635,7 @@ def _gather(
     pinned: list[list[_Candidate]] = []
     if request.pinned:  # these need no query vector: they run while the seed is embedded
         pinned.append(_handoff_candidate(ns, request.user_id, request.now))
-        pinned += [
-            _memory_candidates(db, ns, scope, channel, request.now, config)
-            for channel in _memory_channels(config)
-        ]
+        pinned += _memory_candidates(db, ns, scope, _memory_channels(config), request.now, config)
         pinned.append(_task_candidates(db, ns, request.user_id, config.pinned_n))
     relevant: list[_Candidate] = []
     hits: list[SearchHit] = []
@@ -852,7 +855,8 @@ def _list_memories(
     config = RecallConfig()
     scope = SearchFilters(user_id=user_id, include_private=owner_context(user_id, channel, config))
     with session_scope() as db:
-        return _listing(_memory_candidates(db, namespace, scope, spec, datetime.now(UTC), config))
+        (found,) = _memory_candidates(db, namespace, scope, [spec], datetime.now(UTC), config)
+    return _listing(found)
 
 
 def recent_conversations(

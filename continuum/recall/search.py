@@ -255,7 +255,8 @@ def _window_bound(
     """How many rows the time window of `scope` may hold, up to `WINDOW_EXACT_ROWS` + 1:
     counted on the recent-rows indexes alone (namespace, owner and status of a memory;
     namespace of a message, and the time), so no row is read. An upper bound: the window's
-    other filters (privacy, kinds, a missing embedding) can only remove rows."""
+    other filters (privacy, kinds, a missing embedding) can only remove rows. At a million
+    memories, 0.7 ms, against 9 ms for reading 2,001 rows to find them too many."""
     params = {**params, "since": scope.since, "until": scope.until, "most": WINDOW_EXACT_ROWS + 1}
     base = "namespace = :ns AND created_at >= :since AND created_at < :until"
     owners = ["true"]
@@ -271,14 +272,13 @@ def _window_bound(
 
 
 def _window_vector(
-    db: DbSession, source: Source, scope: SearchFilters, where: str, params: dict[str, Any]
+    db: DbSession, source: Source, where: str, params: dict[str, Any], *, wide: bool
 ) -> list[tuple[Any, float]]:
     """The vector ranking inside a time window: exact over the window's rows when they are
-    few, else by the index with its scan bounded for this one query (a boost channel need
-    not be complete: at a million memories, 4 days of them, 32 → 8 ms). Which of the two is
-    decided by counting the window on an index first (at a million memories, 0.7 ms against
-    9 ms for reading the rows and finding them too many)."""
-    if _window_bound(db, source, scope, params) <= WINDOW_EXACT_ROWS:
+    few, else (`wide`, see `_window_bound`) by the index with its scan bounded for this one
+    query (a boost channel need not be complete: at a million memories, 4 days of them,
+    32 → 8 ms)."""
+    if not wide:
         return _ranked(db, source, "vector_window", where, params)
     setting = "hnsw.max_scan_tuples"
     set_local(db, {setting: str(WINDOW_SCAN_TUPLES)})
@@ -493,9 +493,13 @@ def search_in(
         params[f"tsm_{source}"] = plan(lexemes, stats, namespace)
     use_search_settings(db)
     scopes = [("", filters)]
+    wide: dict[Source, bool] = {}  # whether the window is too wide to rank exactly
     if window:  # turns said in the window, or soon after it about it (see mentioned_in)
         reach = replace(filters, since=window.since, until=window.reported_until)
         scopes.append(("_in_window", reach))
+        # Counted before any ranking, while the query vector is still being computed.
+        for source in sources if query_vector else ():
+            wide[source] = _window_bound(db, source, reach, params) > WINDOW_EXACT_ROWS
     fusion = _Fusion(weights)
     channels = (["text"] if lexemes else []) + (["vector"] if query_vector else [])
     for channel in channels:  # text first: the query vector is still being computed
@@ -506,7 +510,7 @@ def search_in(
             for source in sources:
                 where = where_sql(source, scope, params)
                 if suffix and channel == "vector":
-                    ranked = _window_vector(db, source, scope, where, params)
+                    ranked = _window_vector(db, source, where, params, wide=wide[source])
                 else:
                     ranked = _ranked(db, source, channel, where, params)
                 if suffix and window:

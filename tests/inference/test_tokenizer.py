@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from continuum.inference.tokenizer import count_tokens, tokenizer_name
+from continuum.inference.tokenizer import count_block_tokens, count_tokens, tokenizer_name
 
 
 def test_real_tokenizer_is_loaded() -> None:
@@ -17,6 +17,8 @@ def test_counts_add_up_across_whitespace_joins() -> None:
              "- 2026-11-21 (Sat, 3 days ago) [voice] Decided: Hoffmann — €4,200!"]  # fmt: skip
     assert count_tokens("\n".join(lines)) == sum(count_tokens(line) for line in lines)
     assert count_tokens("\n\n".join(lines)) == sum(count_tokens(line) for line in lines)
+    block = "\n\n".join(lines + ["naïve café résumé ünïcödé", "a\tb  c", ""])
+    assert count_block_tokens(block) == count_tokens(block)  # how a context block is checked
 
 
 def test_lines_are_cached_and_blocks_are_not() -> None:
