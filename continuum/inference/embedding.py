@@ -73,7 +73,7 @@ class LocalEmbedder:
                 convert_to_numpy=True,
                 show_progress_bar=False,
             )
-        return [[float(x) for x in row] for row in vectors]
+        return vectors.tolist()
 
 
 class OpenAIEmbedder:

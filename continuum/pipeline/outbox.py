@@ -12,14 +12,17 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
+from pgvector import HalfVector
+from pgvector.psycopg.halfvec import HalfVectorBinaryDumper
+from psycopg.types import TypeInfo
 from sqlalchemy import text
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session as DbSession
 
 from continuum.config import ConfigError, get_settings
-from continuum.inference.embedding import Embedder, get_embedder, vector_literal
+from continuum.inference.embedding import Embedder, get_embedder
 from continuum.security.envelope import open_text
-from continuum.store.engine import session_scope
+from continuum.store.engine import driver_connection, session_scope
 from continuum.store.models import SystemState
 
 EMBEDDED_TABLES = ("memories", "messages")
@@ -71,6 +74,8 @@ def embed_batch(table: str, embedder: Embedder, batch_size: int, deadline: float
             ),
             {"n": batch_size * CLAIM_BATCHES, "no_vectors": get_settings().no_vector_tenants},
         ).all()
+        halfvec = TypeInfo.fetch(driver_connection(db), "halfvec")
+        assert halfvec is not None, "pgvector's halfvec type is missing: run `continuum db upgrade`"
         kind = f"{table}.content"
         # Batches of similar lengths pad less: sorted over the whole claim, not per batch.
         pending = sorted(
@@ -85,22 +90,27 @@ def embed_batch(table: str, embedder: Embedder, batch_size: int, deadline: float
                 if written is not None:
                     written.result()
                 ids = [row_id for _, row_id in batch]
-                written = writer.submit(_write_vectors, db, table, ids, vectors)
+                written = writer.submit(_write_vectors, db, table, ids, vectors, halfvec)
                 embedded += len(batch)
             if written is not None:
                 written.result()
         return embedded
 
 
-def _write_vectors(db: DbSession, table: str, ids: list[int], vectors: list[list[float]]) -> None:
-    db.execute(
-        text(
-            f"UPDATE {table} AS t SET embedding = v.e::halfvec "
-            "FROM unnest(CAST(:ids AS bigint[]), CAST(:vecs AS text[])) AS v(id, e) "
-            "WHERE t.id = v.id"
-        ),
-        {"ids": ids, "vecs": [vector_literal(v) for v in vectors]},
-    )
+def _write_vectors(
+    db: DbSession, table: str, ids: list[int], vectors: list[list[float]], halfvec: TypeInfo
+) -> None:
+    """Store `vectors` in binary: formatting 1,024 vectors as text and parsing them again
+    cost about 4% of the model's own encode time."""
+    with driver_connection(db).cursor() as cur:
+        halfvec.register(cur)  # this cursor's parameters only
+        dumper = type("HalfvecDumper", (HalfVectorBinaryDumper,), {"oid": halfvec.oid})
+        cur.adapters.register_dumper(HalfVector, dumper)
+        cur.execute(
+            f"UPDATE {table} AS t SET embedding = v.e "
+            "FROM unnest(CAST(%s AS bigint[]), %b) AS v(id, e) WHERE t.id = v.id",
+            (ids, [HalfVector(vector) for vector in vectors]),
+        )
 
 
 def embed_pending(

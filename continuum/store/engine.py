@@ -54,6 +54,13 @@ def dispose_engines() -> None:
     _engines.clear()
 
 
+def driver_connection(db: Session) -> psycopg.Connection[Any]:
+    """The psycopg connection under the session's transaction (for COPY and raw SQL)."""
+    raw = db.connection().connection.driver_connection
+    assert isinstance(raw, psycopg.Connection)
+    return raw
+
+
 @contextmanager
 def session_scope(url: str | None = None) -> Iterator[Session]:
     """A transaction: commits on success, rolls back on any error."""

@@ -13,7 +13,7 @@ from psycopg import sql
 from sqlalchemy import text
 from sqlalchemy.orm import Session as DbSession
 
-from continuum.sync.writer import driver_connection
+from continuum.store.engine import driver_connection
 
 VIEW_TABLES = ("messages", "cron_reports")
 _UNSAFE = re.compile(r"[^a-z0-9_]+")

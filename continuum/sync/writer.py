@@ -26,6 +26,7 @@ from sqlalchemy.orm import Session as DbSession
 
 from continuum.security.envelope import COMPACTION_KIND, seal, seal_json
 from continuum.security.terms import terms_for
+from continuum.store.engine import driver_connection
 from continuum.store.models import Session
 from continuum.store.storable import clean_json, clean_text, json_text
 from continuum.transcripts import Compaction, TranscriptMessage
@@ -124,13 +125,6 @@ class InsertedMessage:
     session_id: str
     message_id: str
     created_at: datetime
-
-
-def driver_connection(db: DbSession) -> psycopg.Connection[Any]:
-    """The psycopg connection under the session's transaction (for COPY and raw SQL)."""
-    raw = db.connection().connection.driver_connection
-    assert isinstance(raw, psycopg.Connection)
-    return raw
 
 
 def _sealed(db: DbSession, rows: Sequence[Row]) -> list[Row]:
