@@ -193,11 +193,14 @@ _CHANNEL_SQL = {  # channel → SELECT of the `:n` best rows of `{table}` passin
 # Every ranking's best plan depends on its tsquery and vector. psycopg prepares a statement
 # after a few runs and Postgres may then switch to a generic plan, which cannot see them
 # (measured at 1M memories: the text channel went from 7 ms to 20-50 ms). Filtered HNSW
-# scans go on until enough rows pass the WHERE clause.
+# scans go on until enough rows pass the WHERE clause, so the candidate list (ef_search)
+# need not cover the filter: on 60k real sentences with a one-user-in-five filter, the 24
+# nearest agreed with an exact ranking 97.2% at 64 against 97.9% at 100, while at a
+# million memories 64 took 6 ms against 8.
 SEARCH_SETTINGS = {
     "plan_cache_mode": "force_custom_plan",
     "hnsw.iterative_scan": "relaxed_order",
-    "hnsw.ef_search": "100",
+    "hnsw.ef_search": "64",  # at least the default search's candidates (50)
     "hnsw.max_scan_tuples": "20000",  # pgvector's default; one window ranking may lower it
 }
 _SETTINGS_OF = "continuum.search_settings"  # Session.info key: the transaction they are set in
