@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session as DbSession
 
 from continuum.config import ConfigError, get_settings
 from continuum.inference.embedding import Embedder, get_embedder
-from continuum.security.envelope import open_text
+from continuum.security.envelope import read_text
 from continuum.store.engine import driver_connection, session_scope
 from continuum.store.models import SystemState
 
@@ -78,8 +78,10 @@ def embed_batch(table: str, embedder: Embedder, batch_size: int, deadline: float
         assert halfvec is not None, "pgvector's halfvec type is missing: run `continuum db upgrade`"
         kind = f"{table}.content"
         # Batches of similar lengths pad less: sorted over the whole claim, not per batch.
+        # A damaged sealed row is embedded as it reads (UNREADABLE), so it leaves the outbox
+        # instead of failing every claim that holds it.
         pending = sorted(
-            ((open_text(row.content, kind), row.id) for row in rows), key=lambda item: len(item[0])
+            ((read_text(row.content, kind), row.id) for row in rows), key=lambda item: len(item[0])
         )
         embedded = 0
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed-write") as writer:

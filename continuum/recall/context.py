@@ -57,7 +57,7 @@ from continuum.recall.search import (
     use_search_settings,
     where_sql,
 )
-from continuum.security.envelope import open_text, seal
+from continuum.security.envelope import read_text, seal
 from continuum.security.terms import keyed_label
 from continuum.security.tombstones import UserForgotten
 from continuum.store.engine import session_scope
@@ -335,7 +335,7 @@ def _memory_candidates(
                 source="memory",
                 ref=f"memory:{row.id}",
                 kind=row.kind,
-                content=open_text(row.content, "memories.content"),
+                content=read_text(row.content, "memories.content"),
                 created_at=row.created_at,
                 channel=row.channel,
                 importance=row.importance,

@@ -37,7 +37,7 @@ from continuum.recall.textquery import (
     table_stats,
 )
 from continuum.recall.timeparse import TimeRange, parse_time_range, strip_phrase
-from continuum.security.envelope import open_text
+from continuum.security.envelope import read_text
 from continuum.security.terms import keyed_lexemes, stored_tags
 from continuum.store.engine import session_scope
 
@@ -231,7 +231,7 @@ def _hit(source: Source, row: Any) -> SearchHit:
     return SearchHit(
         source=source,
         id=row.id,
-        content=open_text(row.content, _SEALED_KINDS[source]),
+        content=read_text(row.content, _SEALED_KINDS[source]),
         created_at=row.created_at,
         session_id=row.session_id,
         channel=row.channel,
@@ -424,7 +424,7 @@ def attach_neighbours(db: DbSession, hits: list[SearchHit], width: int = 1) -> N
             {
                 "message_id": row.message_id,
                 "role": row.role,
-                "content": open_text(row.content, "messages.content"),
+                "content": read_text(row.content, "messages.content"),
                 "created_at": row.created_at.isoformat(),
             }
         )
@@ -521,7 +521,7 @@ def search_in(
                         r
                         for r in ranked
                         if window.mentioned_in(
-                            open_text(r[0].content, _SEALED_KINDS[source]), r[0].created_at
+                            read_text(r[0].content, _SEALED_KINDS[source]), r[0].created_at
                         )
                     ]
                 joint += [(source, row, signal) for row, signal in ranked]

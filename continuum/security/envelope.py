@@ -8,6 +8,11 @@ opening passes plaintext through, so a tenant can turn encryption on with rows a
 stored (`continuum keys rotate --data` seals them). Deterministic sealing (a synthetic
 nonce: HMAC of key, identity and plaintext) is used where an equal input must give an equal
 output, e.g. Redis sorted-set members that are re-added on redelivery.
+
+A sealed value that fails authentication (altered, or moved from another row or field)
+raises `SealBroken` where the opened text is written again (rotation, merges); where it is
+only read out (search hits, context items, the text the embedding outbox encodes) it reads
+as `UNREADABLE` and is logged, so one damaged row never breaks a tenant's reads.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import base64
 import hashlib
 import hmac
 import json
+import logging
 import os
 import struct
 from typing import Any
@@ -27,6 +33,9 @@ from continuum.security.keys import NONCE_BYTES, DataKeyRef, KeyDestroyed, keyri
 from continuum.store.models import SEALED_PREFIX
 
 FORGOTTEN = "[forgotten]"  # what a row sealed under a destroyed key reads as
+UNREADABLE = "[unreadable]"  # what a damaged sealed value reads as where it is only read out
+
+log = logging.getLogger(__name__)
 
 
 class SealBroken(RuntimeError):
@@ -98,6 +107,16 @@ def open_text(value: str, kind: str) -> str:
         return ref.aead.decrypt(nonce, ciphertext, _identity(ref, kind)).decode()
     except InvalidTag as exc:
         raise SealBroken(f"sealed {kind} under data key {key_id} does not authenticate") from exc
+
+
+def read_text(value: str, kind: str) -> str:
+    """`open_text` for text that is only read out: a damaged value reads as UNREADABLE
+    (and is logged) instead of failing the whole read."""
+    try:
+        return open_text(value, kind)
+    except SealBroken as exc:
+        log.error("%s: it reads as %s", exc, UNREADABLE)
+        return UNREADABLE
 
 
 def open_optional(value: str | None, kind: str) -> str | None:

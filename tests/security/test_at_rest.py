@@ -186,3 +186,37 @@ def test_a_task_created_by_hand_is_sealed_and_listed_in_plaintext(db: Any, encry
         title, description = s.execute(text("SELECT title, description FROM tasks")).one()
     assert title.startswith("enc1:") and description.startswith("enc1:")
     assert [task.title for task in list_tasks(encrypted, "jason")] == ["Water the fig tree"]
+
+
+def test_a_damaged_sealed_row_reads_as_unreadable_and_breaks_no_read(
+    db: Any, encrypted: str, caplog: Any
+) -> None:
+    """A sealed value that fails authentication (here: sealed for another field, as if
+    moved) neither stalls the embedding outbox nor fails the tenant's search or context."""
+    from sqlalchemy import text
+
+    from continuum.pipeline.outbox import embed_pending, pending_counts
+    from continuum.recall.context import context
+    from continuum.recall.search import SearchFilters, search
+    from continuum.security.envelope import UNREADABLE, seal
+
+    fine = "The copper kettle is in the attic."
+    contents = [
+        seal(encrypted, "jason", "memories.content", fine),
+        seal(encrypted, "jason", "messages.content", "The kettle receipt is in the drawer."),
+    ]
+    with session_scope() as s:
+        s.execute(
+            text(
+                "INSERT INTO memories (namespace, user_id, kind, content, idempotency_key) "
+                "SELECT :ns, 'jason', 'fact', c, md5(c) FROM unnest(CAST(:c AS text[])) AS c"
+            ),
+            {"ns": encrypted, "c": contents},
+        )
+    embed_pending(time_budget_s=60)
+    assert pending_counts()["memories"] == 0  # both embedded: the damaged one as it reads
+    hits = search(encrypted, "where is the kettle", filters=SearchFilters(user_id="jason"))
+    assert sorted(hit.content for hit in hits) == sorted([fine, UNREADABLE])
+    block = context(encrypted, "where is the kettle", 400, user_id="jason").block
+    assert fine in block
+    assert "does not authenticate" in caplog.text  # logged, not silent
