@@ -7,6 +7,7 @@ command (CLI, worker, beat, tests) finds the embedded servers without extra flag
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from functools import lru_cache
@@ -22,6 +23,21 @@ SERVERS_FILE = "servers.json"
 
 class ConfigError(RuntimeError):
     """A setting is missing or wrong; the message says what to do."""
+
+
+def usable_cpus(cgroup: Path = Path("/sys/fs/cgroup")) -> int:
+    """The CPUs this process may use: those it may run on (its affinity, e.g. a container's
+    cpuset), capped by its cgroup's CPU quota rounded up (a container's `--cpus`).
+    `os.cpu_count()` counts the host's, which in a container can be many times more."""
+    affinity = getattr(os, "sched_getaffinity", None)  # absent on macOS and Windows
+    cpus = len(affinity(0)) if affinity else os.cpu_count() or 1
+    try:
+        quota, period = (cgroup / "cpu.max").read_text().split()[:2]
+        if quota != "max":
+            cpus = min(cpus, math.ceil(int(quota) / int(period)))
+    except (OSError, ValueError):  # no cgroup v2 quota to read
+        pass
+    return max(cpus, 1)
 
 
 class Settings(BaseSettings):
@@ -61,9 +77,10 @@ class Settings(BaseSettings):
     )
 
     api_workers: int = Field(
-        default_factory=lambda: os.cpu_count() or 1,
+        default_factory=lambda: usable_cpus(),  # looked up when read: tests replace it
         ge=1,
-        description="`continuum api` worker processes (default: one per CPU core).",
+        description="`continuum api` worker processes (default: one per CPU this process may "
+        "use, container limits included).",
     )
 
     llm_base_url: str | None = None

@@ -77,4 +77,3 @@ def count_block_tokens(block: str) -> int:
     """Tokens of a block made of lines: the sum of its lines' counts, which is exact since
     whitespace splits word pieces (and lines, which repeat from block to block, are cached)."""
     return sum(count_tokens(line) for line in block.split("\n"))
-

@@ -44,11 +44,10 @@ def test_a_token_needs_valid_namespaces(db: Any) -> None:
 
 def test_api_runs_one_worker_per_core_unless_told(monkeypatch: Any) -> None:
     """`continuum api` serves with CONTINUUM_API_WORKERS processes, by default one per CPU
-    core (one process uses about one core); `--workers` wins over both."""
-    import os
-
+    core it may use (one process uses about one core); `--workers` wins over both."""
     from uvicorn import supervisors
 
+    from continuum import config
     from continuum.cli.api import app as api_app
     from continuum.config import get_settings
 
@@ -63,7 +62,7 @@ def test_api_runs_one_worker_per_core_unless_told(monkeypatch: Any) -> None:
             pass
 
     monkeypatch.setattr(supervisors, "Multiprocess", Supervisor)
-    monkeypatch.setattr(os, "cpu_count", lambda: 6)
+    monkeypatch.setattr(config, "usable_cpus", lambda: 6)
     monkeypatch.delenv("CONTINUUM_API_WORKERS", raising=False)
     monkeypatch.setenv("CONTINUUM_API_MAX_BODY_BYTES", "1048576")  # `api` sets it
     get_settings.cache_clear()

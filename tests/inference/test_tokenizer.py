@@ -17,7 +17,7 @@ def test_counts_add_up_across_whitespace_joins() -> None:
              "- 2026-11-21 (Sat, 3 days ago) [voice] Decided: Hoffmann — €4,200!"]  # fmt: skip
     assert count_tokens("\n".join(lines)) == sum(count_tokens(line) for line in lines)
     assert count_tokens("\n\n".join(lines)) == sum(count_tokens(line) for line in lines)
-    block = "\n\n".join(lines + ["naïve café résumé ünïcödé", "a\tb  c", ""])
+    block = "\n\n".join([*lines, "naïve café résumé ünïcödé", "a\tb  c", ""])
     assert count_block_tokens(block) == count_tokens(block)  # how a context block is checked
 
 
