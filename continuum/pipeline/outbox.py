@@ -11,9 +11,10 @@ from __future__ import annotations
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any, cast
 
 from pgvector import HalfVector
-from pgvector.psycopg.halfvec import HalfVectorBinaryDumper
+from pgvector.psycopg.halfvec import register_halfvec_info
 from psycopg.types import TypeInfo
 from sqlalchemy import text
 from sqlalchemy.dialects.postgresql import insert
@@ -105,9 +106,9 @@ def _write_vectors(
     """Store `vectors` in binary: formatting 1,024 vectors as text and parsing them again
     cost about 4% of the model's own encode time."""
     with driver_connection(db).cursor() as cur:
-        halfvec.register(cur)  # this cursor's parameters only
-        dumper = type("HalfvecDumper", (HalfVectorBinaryDumper,), {"oid": halfvec.oid})
-        cur.adapters.register_dumper(HalfVector, dumper)
+        # pgvector's adapters, on this cursor only (its stub types a connection; a cursor
+        # has the same adapters map).
+        register_halfvec_info(cast(Any, cur), halfvec)
         cur.execute(
             f"UPDATE {table} AS t SET embedding = v.e "
             "FROM unnest(CAST(%s AS bigint[]), %b) AS v(id, e) WHERE t.id = v.id",

@@ -271,11 +271,11 @@ class _MemoryChannel:
     by: Literal["kind", "importance"] = "kind"
 
 
-_PARTS = {  # part rows, and the condition a memory of that part meets
-    "kind": ("unnest(CAST(:wanted AS text[]))", "kind = p.part"),
+_PARTS = {  # part rows, and the condition a memory of that part meets (channel {i}'s kinds)
+    "kind": ("unnest(CAST(:wanted{i} AS text[]))", "kind = p.part"),
     "importance": (
         "generate_series(10, CAST(:imin AS int), -1)",
-        "importance = p.part AND kind = ANY(CAST(:wanted AS text[]))",
+        "importance = p.part AND kind = ANY(CAST(:wanted{i} AS text[]))",
     ),
 }
 
@@ -317,7 +317,7 @@ def _memory_candidates(
     selects = []
     for i, channel in enumerate(channels):
         params[f"limit{i}"], params[f"wanted{i}"] = channel.limit, list(channel.kinds)
-        parts, part_matches = (sql.replace(":wanted", f":wanted{i}") for sql in _PARTS[channel.by])
+        parts, part_matches = (sql.format(i=i) for sql in _PARTS[channel.by])
         ranges = " UNION ALL ".join(
             f"(SELECT {_MEMORY_COLUMNS} FROM memories WHERE {scoped} AND {channel.where} "
             f"AND {owner} AND {part_matches} ORDER BY created_at DESC, id DESC LIMIT :limit{i})"
