@@ -12,12 +12,13 @@ from __future__ import annotations
 import hashlib
 import os
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from pydantic import ValidationError
-from sqlalchemy import func, select, text
-from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy import Table, bindparam, func, select, text
+from sqlalchemy.dialects.postgresql import Insert, insert
 from sqlalchemy.orm import Session as DbSession
 
 from continuum.store.models import TranscriptCursor
@@ -80,7 +81,17 @@ class Cursor:
         return bool(head_digest(path, int(head["length"])) == head["digest"])
 
 
-def _from_row(row: TranscriptCursor) -> Cursor:
+# What `save` writes (every column but `updated_at`, which is now()).
+_SAVED = ("source_path", "namespace", "source_kind", "session_id", "inode", "size", "mtime",
+          "byte_offset", "seq", "archived", "details")  # fmt: skip
+# The committed cursor of a source, read after its lock is held.
+_LOAD = text(
+    "SELECT source_path, inode, size, mtime, byte_offset, seq, details "
+    "FROM transcript_cursors WHERE source_path = :key"
+)
+
+
+def _from_row(row: Any) -> Cursor:
     stat = FileStat(row.size, row.mtime, row.inode) if row.inode is not None else None
     return Cursor(row.source_path, stat, row.byte_offset, row.seq, dict(row.details or {}))
 
@@ -104,11 +115,7 @@ def lock_and_load(db: DbSession, key: str) -> Cursor:
         ),
         {"key": key},
     )
-    row = db.scalar(
-        select(TranscriptCursor)
-        .where(TranscriptCursor.source_path == key)
-        .execution_options(populate_existing=True)
-    )
+    row = db.execute(_LOAD, {"key": key}).first()
     return _from_row(row) if row is not None else Cursor(key)
 
 
@@ -129,7 +136,7 @@ def save(
     stat: FileStat | None,
 ) -> None:
     """Upsert the cursor (in the caller's transaction, beside the rows it covers)."""
-    values = {
+    values: dict[str, Any] = {
         "source_path": cursor.key,
         "namespace": owner.namespace,
         "source_kind": owner.source_kind,
@@ -142,10 +149,17 @@ def save(
         "archived": owner.archived,
         "details": clean_json(cursor.details),
     }
-    stmt = insert(TranscriptCursor).values(values)
-    updates = {name: stmt.excluded[name] for name in values if name != "source_path"}
-    db.execute(
-        stmt.on_conflict_do_update(
-            index_elements=["source_path"], set_={**updates, "updated_at": func.now()}
-        )
+    db.execute(_save_statement(), values)
+
+
+@lru_cache(maxsize=1)
+def _save_statement() -> Insert:
+    """The cursor upsert, built once: Core on the table (no ORM, no construction per batch)."""
+    table = cast(Table, TranscriptCursor.__table__)
+    stmt = insert(table).values(
+        {name: bindparam(name, type_=table.c[name].type) for name in _SAVED}
+    )
+    updates = {name: stmt.excluded[name] for name in _SAVED if name != "source_path"}
+    return stmt.on_conflict_do_update(
+        index_elements=["source_path"], set_={**updates, "updated_at": func.now()}
     )

@@ -9,13 +9,14 @@ lines are kept, and a source that cannot be read is retried on the next run.
 from __future__ import annotations
 
 import logging
+import multiprocessing
 import re
 import sqlite3
 import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Collection
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,6 +58,10 @@ _CONFLICTS = (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailu
 # A statement refused for its data (not a connection fault): skip the source.
 _BAD_DATA = (psycopg.DataError, psycopg.IntegrityError, psycopg.ProgrammingError)
 _NAMESPACE_UNSAFE = re.compile(r"[^a-z0-9_.-]+")
+# Above this many bytes to read, sources are read in worker processes instead of threads:
+# parsing is Python and holds the GIL, so threads overlap it only with database time. A
+# process costs about a second to start (imports), which this much reading repays.
+PROCESS_MIN_BYTES = 16 * 2**20
 
 ProgressCallback = Callable[[SyncProgress], None]
 
@@ -328,6 +333,34 @@ def _select(
     return [(source, ns, known.get(str(source.path))) for source, ns in selected]
 
 
+def _bytes_to_read(
+    options: Options, sources: list[tuple[TranscriptSource, str, cursors.Cursor | None]]
+) -> int:
+    """About how many bytes the run will read: whole files on a backfill or without a
+    cursor, else what grew past the cursor (0 for an unchanged file)."""
+    total = 0
+    for source, _, known in sources:
+        try:
+            size = source.path.stat().st_size
+        except OSError:
+            continue  # reported when the source is read
+        offset = known.byte_offset if known is not None and not options.backfill else 0
+        total += size - offset if offset <= size else size
+    return total
+
+
+def _readers(workers: int, to_read: int) -> Executor:
+    """Threads, or `workers` spawned processes for a large read when this process may have
+    children (not a daemon, e.g. a Celery prefork child: beat's runs stay on threads)."""
+    if (
+        workers > 1
+        and to_read >= PROCESS_MIN_BYTES
+        and not multiprocessing.current_process().daemon
+    ):
+        return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+    return ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sync")
+
+
 def _run(
     engine: _Engine,
     options: Options,
@@ -336,7 +369,7 @@ def _run(
     deadline: float | None,
     progress: ProgressCallback | None,
 ) -> None:
-    """Read sources on `workers` threads (parsing overlaps database time), account in order."""
+    """Read sources on `workers` threads or processes (`_readers`), account in order."""
     pending: deque[tuple[Future[tuple[SourceReport, _Problem | None]], Path, str]] = deque()
 
     def settle_oldest() -> None:
@@ -347,7 +380,7 @@ def _run(
             done = engine.summary.files_seen
             progress(SyncProgress(done, len(sources), path, engine.summary))
 
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sync") as pool:
+    with _readers(workers, _bytes_to_read(options, sources)) as pool:
         try:
             for source, namespace, known in sources:
                 if deadline is not None and time.monotonic() > deadline:

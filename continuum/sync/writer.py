@@ -17,11 +17,12 @@ import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from functools import lru_cache
+from typing import Any, cast
 
 import psycopg
-from sqlalchemy import case, func, select, update
-from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy import Table, bindparam, case, func, select, update
+from sqlalchemy.dialects.postgresql import Insert, insert
 from sqlalchemy.orm import Session as DbSession
 
 from continuum.security.envelope import COMPACTION_KIND, seal, seal_json
@@ -182,6 +183,42 @@ def session_exists(db: DbSession, namespace: str, session_id: str) -> bool:
     return db.scalar(select(Session.id).where(*where)) is not None
 
 
+@lru_cache(maxsize=2)
+def _upsert_session_statement(ends: bool) -> Insert:
+    """The session upsert, built once per shape (`ends`: an archive copy ends the session);
+    Core on the table, so a batch pays neither statement construction nor the ORM."""
+    table = cast(Table, Session.__table__)
+    names = ["namespace", "session_id", "channel", "source", "model", "started_at",
+             "last_activity_at", "message_count", "details"]  # fmt: skip
+    if ends:
+        names += ["status", "ended_at", "end_reason"]
+    stmt = insert(table).values({name: bindparam(name, type_=table.c[name].type) for name in names})
+    old, new = table.c, stmt.excluded
+    changes: dict[str, Any] = {
+        "channel": func.coalesce(old.channel, new.channel),
+        "source": case((new.source.like("cron:%"), new.source), else_=old.source),
+        "model": func.coalesce(new.model, old.model),
+        "started_at": func.least(old.started_at, new.started_at),
+        "last_activity_at": func.greatest(old.last_activity_at, new.last_activity_at),
+        "message_count": old.message_count + new.message_count,
+        "details": old.details.op("||")(new.details),
+    }
+    if ends:
+        changes.update(
+            status="ended",
+            ended_at=func.greatest(
+                old.ended_at, new.ended_at, old.last_activity_at, new.last_activity_at
+            ),
+            end_reason=func.coalesce(old.end_reason, new.end_reason),
+        )
+    else:  # an ended session that gains later activity ends no earlier than it
+        changes["ended_at"] = case(
+            (old.ended_at.is_(None), None),
+            else_=func.greatest(old.ended_at, new.last_activity_at),
+        )
+    return stmt.on_conflict_do_update(index_elements=["namespace", "session_id"], set_=changes)
+
+
 def upsert_session(db: DbSession, facts: SessionFacts, inserted: int) -> None:
     """Create or widen the session row; `message_count` grows by rows really inserted.
     `ended_at` never precedes `last_activity_at`."""
@@ -196,33 +233,10 @@ def upsert_session(db: DbSession, facts: SessionFacts, inserted: int) -> None:
         "message_count": inserted,
         "details": facts.details,
     }
-    if facts.ended_at is not None:
+    ends = facts.ended_at is not None
+    if ends:
         values.update(status="ended", ended_at=facts.ended_at, end_reason="archived")
-    stmt = insert(Session).values(values)
-    new = stmt.excluded
-    changes: dict[str, Any] = {
-        "channel": func.coalesce(Session.channel, new.channel),
-        "source": case((new.source.like("cron:%"), new.source), else_=Session.source),
-        "model": func.coalesce(new.model, Session.model),
-        "started_at": func.least(Session.started_at, new.started_at),
-        "last_activity_at": func.greatest(Session.last_activity_at, new.last_activity_at),
-        "message_count": Session.message_count + inserted,
-        "details": Session.details.op("||")(new.details),
-    }
-    if facts.ended_at is not None:
-        changes.update(
-            status="ended",
-            ended_at=func.greatest(
-                Session.ended_at, new.ended_at, Session.last_activity_at, new.last_activity_at
-            ),
-            end_reason=func.coalesce(Session.end_reason, new.end_reason),
-        )
-    else:  # an ended session that gains later activity ends no earlier than it
-        changes["ended_at"] = case(
-            (Session.ended_at.is_(None), None),
-            else_=func.greatest(Session.ended_at, new.last_activity_at),
-        )
-    db.execute(stmt.on_conflict_do_update(index_elements=["namespace", "session_id"], set_=changes))
+    db.execute(_upsert_session_statement(ends), values)
 
 
 def add_compactions(

@@ -3,6 +3,7 @@ happens to the files (appends, half-written lines, rewrites, archives, concurren
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import shutil
 import threading
@@ -118,6 +119,27 @@ def test_first_sync_stores_every_message_once_and_the_next_skips_unchanged_files
     second = sync(home, feed_capture=False)
     assert (second.files_skipped, second.files_read, second.messages_inserted) == (9, 0, 0)
     assert len(stored_keys()) == FIXTURE_MESSAGES
+
+
+def test_a_large_read_goes_through_worker_processes_with_the_same_result(
+    db: Any, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("continuum.sync.engine.PROCESS_MIN_BYTES", 0)  # the fixture is small
+    children: list[int] = []
+
+    def count_children(progress: SyncProgress) -> None:
+        children.append(len(multiprocessing.active_children()))
+
+    first = sync(home, feed_capture=False, workers=2, progress=count_children)
+    assert max(children) == 2  # read by the two spawned readers, not by threads
+    assert (first.files_seen, first.files_read, first.files_failed) == (9, 9, 0)
+    assert first.messages_inserted == FIXTURE_MESSAGES == first.messages_parsed
+    assert first.partial_lines == 1
+    assert first.errors == FIXTURE_PROBLEMS
+    assert_exactly_once(home)
+    assert sync(home, feed_capture=False, workers=2).messages_inserted == 0
+    assert sync(home, backfill=True, feed_capture=False, workers=2).duplicates == FIXTURE_MESSAGES
+    assert_exactly_once(home)
 
 
 def test_sessions_carry_instance_source_channel_model_and_compactions(db: Any, home: Path) -> None:
