@@ -156,14 +156,16 @@ def list_tasks(
         return [TaskView.of(task) for task in db.scalars(query)]
 
 
-# Pending tasks due at any of `dues`, made from memories: with the provenances of those
-# memories, for restatements.
+# Pending tasks due at any of `dues` and tagged with any of `sessions`, made from memories:
+# with the provenances of those memories, for restatements (a restatement is said in the
+# task's session, so the tasks of other sessions are never read).
 _PENDING_AT = text(
     "SELECT t.id, t.title, t.user_id, t.due_at, t.tags, array_agg(m.provenance) AS provenances "
     "FROM tasks t CROSS JOIN LATERAL unnest(t.tags) AS source JOIN memories m ON m.id = CASE "
     "WHEN source ~ '^memory:[0-9]+$' THEN CAST(substring(source FROM 8) AS bigint) END "
     "WHERE t.namespace = :ns AND t.status = 'pending' "
-    "AND t.due_at = ANY(CAST(:dues AS timestamptz[])) GROUP BY t.id ORDER BY t.id"
+    "AND t.due_at = ANY(CAST(:dues AS timestamptz[])) "
+    "AND t.tags && CAST(:sessions AS text[]) GROUP BY t.id ORDER BY t.id"
 )
 # Which of the (user, title) pairs an active task of the tenant already has.
 _TAKEN = text(
@@ -239,8 +241,11 @@ def _tasks_of(db: DbSession, namespace: str, rows: Sequence[Any]) -> int:
     if not rows:
         return 0
     titles = [_sealed_title(row) for row in rows]
-    dues = sorted({str(due) for row in rows if (due := (row.details or {}).get("due_at"))})
-    found = db.execute(_PENDING_AT, {"ns": namespace, "dues": dues}) if dues else ()
+    due_rows = [row for row in rows if (row.details or {}).get("due_at")]
+    dues = sorted({str(row.details["due_at"]) for row in due_rows})
+    sessions = sorted({tag for row in due_rows for tag in row.tags if tag.startswith("session:")})
+    wanted = {"ns": namespace, "dues": dues, "sessions": sessions}
+    found = db.execute(_PENDING_AT, wanted) if sessions else ()
     pending = [
         _Pending(open_text(task.title, "tasks.title"), task.user_id, task.due_at, task.tags,
                  task.provenances, id=task.id)
