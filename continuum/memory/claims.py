@@ -151,13 +151,26 @@ def reinforce(db: DbSession, keep_id: int, duplicate_ids: Sequence[int], trigger
     dups = [rows[i] for i in duplicate_ids if i in rows and i != keep_id]
     if keep is None or not dups:
         return False
-    dup_ids = [d.id for d in dups]
+    _fold(db, keep, dups, trigger)
+    return True
+
+
+def _folded(keep: Any, dups: Sequence[Any]) -> tuple[int, float, list[str]]:
+    """Corroboration, confidence and source ids of `keep` once `dups` are folded into it."""
     sources = list(
         dict.fromkeys([*keep.source_message_ids, *(s for d in dups for s in d.source_message_ids)])
     )
-    confirmed = max(d.created_at for d in dups)
     corroboration = keep.corroboration + sum(d.corroboration for d in dups)
-    # The duplicates merged, the kept row updated and the change logged: one statement.
+    confidence = min(MAX_CONFIDENCE, keep.confidence + REINFORCE_CONFIDENCE_STEP * len(dups))
+    return corroboration, confidence, sources
+
+
+def _fold(db: DbSession, keep: Any, dups: Sequence[Any], trigger: str) -> None:
+    """Write a reinforcement of locked, active rows (with id, namespace, corroboration,
+    confidence, source_message_ids and created_at): the duplicates merged, the kept row
+    updated and the change logged, in one statement."""
+    dup_ids = [d.id for d in dups]
+    corroboration, confidence, sources = _folded(keep, dups)
     db.execute(
         text(
             "WITH merged AS (UPDATE memories SET status = 'merged', superseded_by = :keep, "
@@ -172,16 +185,15 @@ def reinforce(db: DbSession, keep_id: int, duplicate_ids: Sequence[int], trigger
         {
             "ids": dup_ids,
             "c": corroboration,
-            "conf": min(MAX_CONFIDENCE, keep.confidence + REINFORCE_CONFIDENCE_STEP * len(dups)),
+            "conf": confidence,
             "src": sources,
-            "at": confirmed.isoformat(),
-            "keep": keep_id,
+            "at": max(d.created_at for d in dups).isoformat(),
+            "keep": keep.id,
             "ns": keep.namespace,
             "trigger": trigger,
             "details": json.dumps({"merged": dup_ids, "corroboration": corroboration}),
         },
     )
-    return True
 
 
 def supersede(db: DbSession, old_id: int, new_id: int, trigger: str) -> bool:
@@ -218,61 +230,101 @@ def quarantine(db: DbSession, memory_id: int, conflicts_with: int, trigger: str)
     return True
 
 
-def apply_verdict(db: DbSession, verdict: Verdict, new_id: int, old_id: int, trigger: str) -> bool:
-    """Apply `decide(new, old)`; True when the new memory is no longer active afterwards."""
-    if verdict == "reinforce":
-        reinforce(db, old_id, [new_id], trigger)
-    elif verdict == "supersede_old":
-        supersede(db, old_id, new_id, trigger)
-    elif verdict == "supersede_new":
-        supersede(db, new_id, old_id, trigger)
-    elif verdict == "quarantine_new":
-        quarantine(db, new_id, old_id, trigger)
-    elif verdict == "quarantine_old":
-        quarantine(db, old_id, new_id, trigger)
-    return verdict in ("reinforce", "supersede_new", "quarantine_new")
+# Every memory in force on the claims of a batch (namespace, user, subject, predicate; in
+# event-time order), locked: one read for the whole batch. The literal status and predicate
+# conditions let it use the partial index `memories_claim`.
+_IN_FORCE = text(
+    f"SELECT {', '.join('m.' + c.strip() for c in CLAIM_COLUMNS.split(','))}, "
+    "m.corroboration, m.confidence, m.source_message_ids FROM memories m JOIN unnest("
+    "CAST(:ns AS text[]), CAST(:uids AS text[]), CAST(:subjects AS text[]), "
+    "CAST(:predicates AS text[])) AS k(ns, uid, subject, predicate) ON m.namespace = k.ns "
+    "AND m.user_id IS NOT DISTINCT FROM k.uid AND lower(m.claim_subject) = k.subject "
+    "AND lower(m.claim_predicate) = k.predicate "
+    "WHERE m.claim_predicate IS NOT NULL AND m.status = 'active' "
+    "ORDER BY m.created_at, m.id FOR UPDATE OF m"
+)
 
 
-def _competitors(db: DbSession, row: Any) -> list[Any]:
-    return list(
-        db.execute(
-            text(
-                f"SELECT {CLAIM_COLUMNS} FROM memories WHERE namespace = :ns "
-                "AND user_id IS NOT DISTINCT FROM :uid AND lower(claim_subject) = lower(:s) "
-                "AND lower(claim_predicate) = lower(:p) AND claim_predicate IS NOT NULL "
-                "AND status = 'active' AND id <> :id ORDER BY created_at, id FOR UPDATE"
-            ),
-            {
-                "ns": row.namespace,
-                "uid": row.user_id,
-                "s": row.claim_subject,
-                "p": row.claim_predicate,
-                "id": row.id,
-            },
-        )
+def _claim_of(row: Any) -> tuple[str, str | None, str, str]:
+    return (row.namespace, row.user_id, row.claim_subject.lower(), row.claim_predicate.lower())
+
+
+@dataclass
+class _InForce:
+    """A memory in force on a claim of the batch, as the batch's verdicts leave it."""
+
+    id: int
+    namespace: str
+    claim: ClaimState
+    corroboration: int
+    confidence: float
+    source_message_ids: list[str]
+    created_at: datetime
+    status: str = "active"
+
+
+def _in_force(
+    db: DbSession, claimed: Sequence[Any]
+) -> dict[tuple[str, str | None, str, str], list[_InForce]]:
+    keys = sorted(set(map(_claim_of, claimed)), key=lambda k: (k[0], k[1] or "", k[2], k[3]))
+    ns, uids, subjects, predicates = (list(column) for column in zip(*keys, strict=True))
+    found = db.execute(
+        _IN_FORCE, {"ns": ns, "uids": uids, "subjects": subjects, "predicates": predicates}
     )
+    groups: dict[tuple[str, str | None, str, str], list[_InForce]] = {key: [] for key in keys}
+    for row in found:
+        groups[_claim_of(row)].append(
+            _InForce(row.id, row.namespace, ClaimState.of(row), row.corroboration,
+                     row.confidence, list(row.source_message_ids or []), row.created_at)
+        )  # fmt: skip
+    return groups
 
 
 def resolve_claims(db: DbSession, rows: Sequence[Any], now: datetime) -> dict[int, str]:
-    """Settle the claims of freshly inserted `rows` (event-time order) against the active
-    memories; returns the status of each new memory that did not stay active."""
-    statuses: dict[int, str] = {}
-    claimed = [r for r in rows if r.claim_subject and r.claim_predicate]
-    for row in sorted(claimed, key=lambda r: (r.created_at, r.id)):
-        new = ClaimState.of(row)
-        for other in _competitors(db, row):
-            verdict = decide(new, ClaimState.of(other), now)
-            if apply_verdict(db, verdict, row.id, other.id, "claim"):
-                statuses[row.id] = _NEW_STATUS[verdict]
+    """Settle the claims of freshly inserted `rows` in event-time order, each as if written
+    alone: it meets the memories in force before it, the batch's earlier claims included
+    and its later ones not yet, and stops at the first verdict that takes it out of force.
+    So where a batch ends never changes the outcome. Returns the status of each new memory
+    that did not stay active."""
+    claimed = sorted(
+        (r for r in rows if r.claim_subject and r.claim_predicate),
+        key=lambda r: (r.created_at, r.id),
+    )
+    if not claimed:
+        return {}
+    groups = _in_force(db, claimed)
+    standing = {memory.id: memory for group in groups.values() for memory in group}
+    unwritten = {row.id for row in claimed}
+    for row in claimed:
+        unwritten.discard(row.id)
+        new = standing.get(row.id)
+        if new is None or new.status != "active":
+            continue
+        for other in groups[_claim_of(row)]:
+            if other.id == new.id or other.id in unwritten or other.status != "active":
+                continue
+            _settle(db, decide(new.claim, other.claim, now), new, other)
+            if new.status != "active":
                 break
-    return statuses
+    return {row.id: standing[row.id].status for row in claimed
+            if row.id in standing and standing[row.id].status != "active"}  # fmt: skip
 
 
-_NEW_STATUS = {
-    "reinforce": "merged",
-    "supersede_new": "superseded",
-    "quarantine_new": "quarantined",
-}
+def _settle(db: DbSession, verdict: Verdict, new: _InForce, old: _InForce) -> None:
+    """Apply `verdict` to two memories in force, locked by `_in_force`, and keep their
+    standing up to date for the rest of the batch."""
+    if verdict == "reinforce":
+        _fold(db, old, [new], "claim")
+        old.corroboration, old.confidence, old.source_message_ids = _folded(old, [new])
+        new.status = "merged"
+    elif verdict in ("supersede_old", "supersede_new"):
+        loser, winner = (old, new) if verdict == "supersede_old" else (new, old)
+        supersede(db, loser.id, winner.id, "claim")
+        loser.status = "superseded"
+    elif verdict in ("quarantine_old", "quarantine_new"):
+        held, other = (old, new) if verdict == "quarantine_old" else (new, old)
+        quarantine(db, held.id, other.id, "claim")
+        held.status = "quarantined"
 
 
 @dataclass(frozen=True)

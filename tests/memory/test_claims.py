@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import select, text
 
 from continuum.capture.models import Claim, MemoryCandidate
 from continuum.memory.claims import conflicts
@@ -84,6 +84,38 @@ def test_repeat_reinforces_instead_of_duplicating(db: Any) -> None:
     assert kept.source_message_ids == ["m1", "m9"]
     assert (repeat.status, repeat.superseded_by) == ("merged", kept.id)
     assert [e.memory_id for e in _log("reinforce")] == [kept.id]
+
+
+def test_repeats_and_a_correction_in_one_batch_settle_as_in_separate_batches(db: Any) -> None:
+    said = [
+        turn("I have four grandchildren.", message_id="m1", at=0),
+        turn("I have four grandchildren.", message_id="m2", session_id="tg-2", at=300),
+        turn("I have four grandchildren.", message_id="m3", session_id="tg-3", at=600),
+        turn("Actually, five grandchildren, not four.", message_id="m4", session_id="tg-3", at=900),
+    ]
+
+    def settled() -> list[tuple[Any, ...]]:
+        memories = _grandchildren()
+        index = {m.id: i for i, m in enumerate(memories)}
+        return [
+            (m.claim_value, m.status, m.corroboration, m.source_message_ids,
+             index.get(m.superseded_by), round(m.confidence, 2))
+            for m in memories
+        ]  # fmt: skip
+
+    ingest_batch(said)
+    one_batch = settled()
+    assert one_batch == [
+        ("4", "superseded", 3, ["m1", "m2", "m3"], 3, 0.99),  # two repeats folded, corrected
+        ("4", "merged", 1, ["m2"], 0, 0.9),
+        ("4", "merged", 1, ["m3"], 0, 0.9),
+        ("5", "active", 1, ["m4"], None, 0.9),
+    ]
+    with session_scope() as session:
+        session.execute(text("TRUNCATE memories, memory_log, messages, processed_events"))
+    for event in said:
+        ingest_batch([event])
+    assert settled() == one_batch
 
 
 def _fact(value: str, provenance: str, source: str, scope: str = "global", **claim: Any) -> Any:
