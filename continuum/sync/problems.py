@@ -15,9 +15,10 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import cast
 
 from pydantic import BaseModel, ConfigDict
-from sqlalchemy import func, select, update
+from sqlalchemy import Table, func, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.sql.elements import ColumnElement
@@ -100,17 +101,19 @@ def resolve(
     again or once they were read fine."""
     if not paths:
         return
+    table = cast(Table, SyncProblem.__table__)  # Core: this runs for every batch read
+    problem = table.c
     where: list[ColumnElement[bool]] = [
-        SyncProblem.source_path.in_(paths),
-        SyncProblem.resolved_at.is_(None),
+        problem.source_path.in_(paths),
+        problem.resolved_at.is_(None),
     ]
     if session_id is not None:
-        where.append(SyncProblem.session_id == session_id)
+        where.append(problem.session_id == session_id)
     if whole_source:
-        where.append(SyncProblem.location == WHOLE_SOURCE)
+        where.append(problem.location == WHOLE_SOURCE)
     if not_run is not None:
-        where.append(SyncProblem.run_id != not_run)
-    db.execute(update(SyncProblem).where(*where).values(resolved_at=func.now()))
+        where.append(problem.run_id != not_run)
+    db.execute(update(table).where(*where).values(resolved_at=func.now()))
 
 
 class Problem(BaseModel):
