@@ -20,6 +20,7 @@ during its window — and an expired claim overrides nothing.
 from __future__ import annotations
 
 import json
+from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -231,22 +232,22 @@ def quarantine(db: DbSession, memory_id: int, conflicts_with: int, trigger: str)
 
 
 # Every memory in force on the claims of a batch (namespace, user, subject, predicate; in
-# event-time order), locked: one read for the whole batch. The literal status and predicate
-# conditions let it use the partial index `memories_claim`.
+# event-time order), locked: one read for the whole batch. Subjects and predicates compare
+# lower-cased by Postgres, as the partial index `memories_claim` (used thanks to the literal
+# status and predicate conditions) holds them; `claim` is that key.
 _IN_FORCE = text(
     f"SELECT {', '.join('m.' + c.strip() for c in CLAIM_COLUMNS.split(','))}, "
-    "m.corroboration, m.confidence, m.source_message_ids FROM memories m JOIN unnest("
-    "CAST(:ns AS text[]), CAST(:uids AS text[]), CAST(:subjects AS text[]), "
-    "CAST(:predicates AS text[])) AS k(ns, uid, subject, predicate) ON m.namespace = k.ns "
-    "AND m.user_id IS NOT DISTINCT FROM k.uid AND lower(m.claim_subject) = k.subject "
-    "AND lower(m.claim_predicate) = k.predicate "
+    "m.corroboration, m.confidence, m.source_message_ids, k.subject, k.predicate "
+    "FROM memories m JOIN (SELECT DISTINCT ns, uid, lower(subject) AS subject, "
+    "lower(predicate) AS predicate FROM unnest(CAST(:ns AS text[]), CAST(:uids AS text[]), "
+    "CAST(:subjects AS text[]), CAST(:predicates AS text[])) AS u(ns, uid, subject, predicate)) "
+    "AS k ON m.namespace = k.ns AND m.user_id IS NOT DISTINCT FROM k.uid "
+    "AND lower(m.claim_subject) = k.subject AND lower(m.claim_predicate) = k.predicate "
     "WHERE m.claim_predicate IS NOT NULL AND m.status = 'active' "
     "ORDER BY m.created_at, m.id FOR UPDATE OF m"
 )
 
-
-def _claim_of(row: Any) -> tuple[str, str | None, str, str]:
-    return (row.namespace, row.user_id, row.claim_subject.lower(), row.claim_predicate.lower())
+ClaimKey = tuple[str, str | None, str, str]  # namespace, user, subject and predicate lower-cased
 
 
 @dataclass
@@ -255,6 +256,7 @@ class _InForce:
 
     id: int
     namespace: str
+    key: ClaimKey
     claim: ClaimState
     corroboration: int
     confidence: float
@@ -263,21 +265,24 @@ class _InForce:
     status: str = "active"
 
 
-def _in_force(
-    db: DbSession, claimed: Sequence[Any]
-) -> dict[tuple[str, str | None, str, str], list[_InForce]]:
-    keys = sorted(set(map(_claim_of, claimed)), key=lambda k: (k[0], k[1] or "", k[2], k[3]))
-    ns, uids, subjects, predicates = (list(column) for column in zip(*keys, strict=True))
+def _in_force(db: DbSession, claimed: Sequence[Any]) -> dict[int, _InForce]:
+    """The memories in force on the claims of `claimed` (themselves included), by id, in
+    event-time order."""
     found = db.execute(
-        _IN_FORCE, {"ns": ns, "uids": uids, "subjects": subjects, "predicates": predicates}
+        _IN_FORCE,
+        {
+            "ns": [row.namespace for row in claimed],
+            "uids": [row.user_id for row in claimed],
+            "subjects": [row.claim_subject for row in claimed],
+            "predicates": [row.claim_predicate for row in claimed],
+        },
     )
-    groups: dict[tuple[str, str | None, str, str], list[_InForce]] = {key: [] for key in keys}
-    for row in found:
-        groups[_claim_of(row)].append(
-            _InForce(row.id, row.namespace, ClaimState.of(row), row.corroboration,
-                     row.confidence, list(row.source_message_ids or []), row.created_at)
-        )  # fmt: skip
-    return groups
+    return {
+        row.id: _InForce(row.id, row.namespace, (row.namespace, row.user_id, row.subject,
+                         row.predicate), ClaimState.of(row), row.corroboration, row.confidence,
+                         list(row.source_message_ids or []), row.created_at)
+        for row in found
+    }  # fmt: skip
 
 
 def resolve_claims(db: DbSession, rows: Sequence[Any], now: datetime) -> dict[int, str]:
@@ -292,15 +297,17 @@ def resolve_claims(db: DbSession, rows: Sequence[Any], now: datetime) -> dict[in
     )
     if not claimed:
         return {}
-    groups = _in_force(db, claimed)
-    standing = {memory.id: memory for group in groups.values() for memory in group}
+    standing = _in_force(db, claimed)
+    groups: dict[ClaimKey, list[_InForce]] = defaultdict(list)
+    for memory in standing.values():
+        groups[memory.key].append(memory)
     unwritten = {row.id for row in claimed}
     for row in claimed:
         unwritten.discard(row.id)
         new = standing.get(row.id)
         if new is None or new.status != "active":
             continue
-        for other in groups[_claim_of(row)]:
+        for other in groups[new.key]:
             if other.id == new.id or other.id in unwritten or other.status != "active":
                 continue
             _settle(db, decide(new.claim, other.claim, now), new, other)

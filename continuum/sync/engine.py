@@ -336,16 +336,19 @@ def _select(
 def _bytes_to_read(
     options: Options, sources: list[tuple[TranscriptSource, str, cursors.Cursor | None]]
 ) -> int:
-    """About how many bytes the run will read: whole files on a backfill or without a
-    cursor, else what grew past the cursor (0 for an unchanged file)."""
+    """About how many bytes the run will read: nothing of a source unchanged since its
+    cursor, whole files on a backfill or without a cursor, else what grew past the cursor
+    (a SQLite store's cursor keeps no offset: all of it)."""
     total = 0
     for source, _, known in sources:
         try:
-            size = source.path.stat().st_size
+            stat = cursors.FileStat.of(source.path)
         except OSError:
             continue  # reported when the source is read
+        if options.skips(known, stat):
+            continue
         offset = known.byte_offset if known is not None and not options.backfill else 0
-        total += size - offset if offset <= size else size
+        total += stat.size - offset if offset <= stat.size else stat.size
     return total
 
 

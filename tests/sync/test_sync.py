@@ -19,8 +19,8 @@ from continuum.contract.queues import EXTRACT_CHUNK, FINISH_SESSION
 from continuum.store.engine import session_scope
 from continuum.store.models import Message, Session, TranscriptCursor
 from continuum.store.redis_client import get_redis
-from continuum.sync import SyncProgress, namespace_for, sync
-from continuum.sync.engine import LOCK_NAME
+from continuum.sync import SyncProgress, cursors, namespace_for, sync
+from continuum.sync.engine import LOCK_NAME, _bytes_to_read
 from continuum.sync.sources import Options, SourceReport, sync_jsonl
 from continuum.transcripts import discover, parser_for, read_complete_lines
 
@@ -140,6 +140,25 @@ def test_a_large_read_goes_through_worker_processes_with_the_same_result(
     assert sync(home, feed_capture=False, workers=2).messages_inserted == 0
     assert sync(home, backfill=True, feed_capture=False, workers=2).duplicates == FIXTURE_MESSAGES
     assert_exactly_once(home)
+
+
+def test_only_what_a_run_will_read_counts_toward_reading_in_processes(db: Any, home: Path) -> None:
+    def to_read(backfill: bool) -> int:
+        with session_scope() as db_session:
+            known = cursors.load_all(db_session)
+        sources = [(s, namespace_for(s.instance), known.get(str(s.path)))
+                   for s in discover(None, home).sources]  # fmt: skip
+        return _bytes_to_read(Options(backfill=backfill), sources)
+
+    whole = sum(s.path.stat().st_size for s in discover(None, home).sources)
+    assert to_read(backfill=False) == whole  # nothing read yet
+    sync(home, feed_capture=False)
+    assert to_read(backfill=True) == whole
+    assert to_read(backfill=False) == 0  # every file unchanged since its cursor
+    appended = message_line("x1", "y", "2026-02-01T00:00:00Z", "user", "more") * 10
+    with live(home, TELEGRAM).open("a") as handle:
+        handle.write(appended)
+    assert to_read(backfill=False) == len(appended.encode())
 
 
 def test_sessions_carry_instance_source_channel_model_and_compactions(db: Any, home: Path) -> None:
