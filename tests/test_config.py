@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from continuum.config import Settings, usable_cpus
+from continuum.config import usable_cpus
 
 
 def test_usable_cpus_follow_the_affinity_and_a_cgroup_quota(tmp_path: Path) -> None:
@@ -22,7 +22,3 @@ def test_usable_cpus_follow_the_affinity_and_a_cgroup_quota(tmp_path: Path) -> N
     assert usable_cpus(tmp_path) == 1  # never none
     quota.write_text("garbled\n")
     assert usable_cpus(tmp_path) == allowed
-
-
-def test_api_workers_default_to_the_usable_cpus() -> None:
-    assert Settings().api_workers == usable_cpus()

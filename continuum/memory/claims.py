@@ -236,8 +236,8 @@ def quarantine(db: DbSession, memory_id: int, conflicts_with: int, trigger: str)
 # lower-cased by Postgres, as the partial index `memories_claim` (used thanks to the literal
 # status and predicate conditions) holds them; `claim` is that key.
 _IN_FORCE = text(
-    f"SELECT {', '.join('m.' + c.strip() for c in CLAIM_COLUMNS.split(','))}, "
-    "m.corroboration, m.confidence, m.source_message_ids, k.subject, k.predicate "
+    f"SELECT {CLAIM_COLUMNS}, corroboration, confidence, source_message_ids, k.subject, "
+    "k.predicate "
     "FROM memories m JOIN (SELECT DISTINCT ns, uid, lower(subject) AS subject, "
     "lower(predicate) AS predicate FROM unnest(CAST(:ns AS text[]), CAST(:uids AS text[]), "
     "CAST(:subjects AS text[]), CAST(:predicates AS text[])) AS u(ns, uid, subject, predicate)) "

@@ -12,15 +12,14 @@ from __future__ import annotations
 import hashlib
 import os
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from pydantic import ValidationError
-from sqlalchemy import Table, bindparam, func, select, text
-from sqlalchemy.dialects.postgresql import Insert, insert
+from sqlalchemy import select, text
 from sqlalchemy.orm import Session as DbSession
 
+from continuum.store.bulk import insert_rows
 from continuum.store.models import TranscriptCursor
 from continuum.store.storable import clean_json
 from continuum.transcripts import SessionContext
@@ -81,9 +80,6 @@ class Cursor:
         return bool(head_digest(path, int(head["length"])) == head["digest"])
 
 
-# What `save` writes (every column but `updated_at`, which is now()).
-_SAVED = ("source_path", "namespace", "source_kind", "session_id", "inode", "size", "mtime",
-          "byte_offset", "seq", "archived", "details")  # fmt: skip
 # The committed cursor of a source, read after its lock is held.
 _LOAD = text(
     "SELECT source_path, inode, size, mtime, byte_offset, seq, details "
@@ -149,17 +145,11 @@ def save(
         "archived": owner.archived,
         "details": clean_json(cursor.details),
     }
-    db.execute(_save_statement(), values)
-
-
-@lru_cache(maxsize=1)
-def _save_statement() -> Insert:
-    """The cursor upsert, built once: Core on the table (no ORM, no construction per batch)."""
-    table = cast(Table, TranscriptCursor.__table__)
-    stmt = insert(table).values(
-        {name: bindparam(name, type_=table.c[name].type) for name in _SAVED}
-    )
-    updates = {name: stmt.excluded[name] for name in _SAVED if name != "source_path"}
-    return stmt.on_conflict_do_update(
-        index_elements=["source_path"], set_={**updates, "updated_at": func.now()}
+    updates = {name: f"excluded.{name}" for name in values if name != "source_path"}
+    insert_rows(
+        db,
+        TranscriptCursor,
+        [values],
+        conflict=["source_path"],
+        update={**updates, "updated_at": "now()"},
     )

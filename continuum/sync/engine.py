@@ -352,13 +352,18 @@ def _bytes_to_read(
     return total
 
 
-def _readers(workers: int, to_read: int) -> Executor:
+def _readers(
+    options: Options,
+    sources: list[tuple[TranscriptSource, str, cursors.Cursor | None]],
+    workers: int,
+) -> Executor:
     """Threads, or `workers` spawned processes for a large read when this process may have
-    children (not a daemon, e.g. a Celery prefork child: beat's runs stay on threads)."""
+    children (not a daemon, e.g. a Celery prefork child: beat's runs stay on threads, and
+    never stat their sources for it)."""
     if (
         workers > 1
-        and to_read >= PROCESS_MIN_BYTES
         and not multiprocessing.current_process().daemon
+        and _bytes_to_read(options, sources) >= PROCESS_MIN_BYTES
     ):
         return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
     return ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sync")
@@ -383,7 +388,7 @@ def _run(
             done = engine.summary.files_seen
             progress(SyncProgress(done, len(sources), path, engine.summary))
 
-    with _readers(workers, _bytes_to_read(options, sources)) as pool:
+    with _readers(options, sources, workers) as pool:
         try:
             for source, namespace, known in sources:
                 if deadline is not None and time.monotonic() > deadline:

@@ -17,16 +17,15 @@ import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from functools import lru_cache
-from typing import Any, cast
+from typing import Any
 
 import psycopg
-from sqlalchemy import Table, bindparam, case, func, select, update
-from sqlalchemy.dialects.postgresql import Insert, insert
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session as DbSession
 
 from continuum.security.envelope import COMPACTION_KIND, seal, seal_json
 from continuum.security.terms import terms_for
+from continuum.store.bulk import insert_rows
 from continuum.store.engine import driver_connection
 from continuum.store.models import Session
 from continuum.store.storable import clean_json, clean_text, json_text
@@ -183,40 +182,26 @@ def session_exists(db: DbSession, namespace: str, session_id: str) -> bool:
     return db.scalar(select(Session.id).where(*where)) is not None
 
 
-@lru_cache(maxsize=2)
-def _upsert_session_statement(ends: bool) -> Insert:
-    """The session upsert, built once per shape (`ends`: an archive copy ends the session);
-    Core on the table, so a batch pays neither statement construction nor the ORM."""
-    table = cast(Table, Session.__table__)
-    names = ["namespace", "session_id", "channel", "source", "model", "started_at",
-             "last_activity_at", "message_count", "details"]  # fmt: skip
-    if ends:
-        names += ["status", "ended_at", "end_reason"]
-    stmt = insert(table).values({name: bindparam(name, type_=table.c[name].type) for name in names})
-    old, new = table.c, stmt.excluded
-    changes: dict[str, Any] = {
-        "channel": func.coalesce(old.channel, new.channel),
-        "source": case((new.source.like("cron:%"), new.source), else_=old.source),
-        "model": func.coalesce(new.model, old.model),
-        "started_at": func.least(old.started_at, new.started_at),
-        "last_activity_at": func.greatest(old.last_activity_at, new.last_activity_at),
-        "message_count": old.message_count + new.message_count,
-        "details": old.details.op("||")(new.details),
-    }
-    if ends:
-        changes.update(
-            status="ended",
-            ended_at=func.greatest(
-                old.ended_at, new.ended_at, old.last_activity_at, new.last_activity_at
-            ),
-            end_reason=func.coalesce(old.end_reason, new.end_reason),
-        )
-    else:  # an ended session that gains later activity ends no earlier than it
-        changes["ended_at"] = case(
-            (old.ended_at.is_(None), None),
-            else_=func.greatest(old.ended_at, new.last_activity_at),
-        )
-    return stmt.on_conflict_do_update(index_elements=["namespace", "session_id"], set_=changes)
+# How a session row already there is widened by a batch (`excluded`: the batch's values).
+_WIDEN_SESSION = {
+    "channel": "coalesce(sessions.channel, excluded.channel)",
+    "source": "CASE WHEN excluded.source LIKE 'cron:%' THEN excluded.source ELSE sessions.source END",
+    "model": "coalesce(excluded.model, sessions.model)",
+    "started_at": "least(sessions.started_at, excluded.started_at)",
+    "last_activity_at": "greatest(sessions.last_activity_at, excluded.last_activity_at)",
+    "message_count": "sessions.message_count + excluded.message_count",
+    "details": "sessions.details || excluded.details",
+    # an ended session that gains later activity ends no earlier than it
+    "ended_at": "CASE WHEN sessions.ended_at IS NULL THEN NULL "
+    "ELSE greatest(sessions.ended_at, excluded.last_activity_at) END",
+}
+_END_SESSION = {  # an archive copy ends its session
+    **_WIDEN_SESSION,
+    "status": "'ended'",
+    "ended_at": "greatest(sessions.ended_at, excluded.ended_at, sessions.last_activity_at, "
+    "excluded.last_activity_at)",
+    "end_reason": "coalesce(sessions.end_reason, excluded.end_reason)",
+}
 
 
 def upsert_session(db: DbSession, facts: SessionFacts, inserted: int) -> None:
@@ -236,7 +221,8 @@ def upsert_session(db: DbSession, facts: SessionFacts, inserted: int) -> None:
     ends = facts.ended_at is not None
     if ends:
         values.update(status="ended", ended_at=facts.ended_at, end_reason="archived")
-    db.execute(_upsert_session_statement(ends), values)
+    widen = _END_SESSION if ends else _WIDEN_SESSION
+    insert_rows(db, Session, [values], conflict=["namespace", "session_id"], update=widen)
 
 
 def add_compactions(
