@@ -12,6 +12,8 @@ from typing import Any
 # What Postgres refuses in text: NUL and unpaired UTF-16 surrogates (producers refuse it too).
 UNSTORABLE = re.compile(r"[\x00\ud800-\udfff]")
 MAX_DEPTH = 64  # deeper parts of an escaped value are kept as their repr
+# `json.dumps` with arguments builds an encoder per call; a backfill calls it per message.
+_dumps = json.JSONEncoder(ensure_ascii=False, default=str).encode
 
 
 def clean_text(value: str) -> str:
@@ -40,9 +42,9 @@ def clean_json(value: Any) -> Any:
 def json_text(value: dict[str, Any]) -> str:
     """JSON text for a `jsonb` column, cleaned only when it needs to be (the common case
     costs one `dumps`)."""
-    dumped = json.dumps(value, ensure_ascii=False, default=str)
+    dumped = _dumps(value)
     if "\\u0000" in dumped or clean_text(dumped) is not dumped:
-        dumped = json.dumps(clean_json(value), ensure_ascii=False, default=str)
+        dumped = _dumps(clean_json(value))
     return dumped
 
 
