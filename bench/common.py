@@ -73,6 +73,18 @@ def latencies_ms(call: Callable[[], Any], n: int) -> dict[str, float]:
     }
 
 
+def alternating(rounds: int, measures: dict[str, Callable[[int], float]]) -> dict[str, float]:
+    """The best of `rounds` figures of each measure (called with the round number), their
+    order reversed every other round: on a shared machine one run of either can be a third
+    off, and neither should always run first."""
+    figures: dict[str, list[float]] = {name: [] for name in measures}
+    names = list(measures)
+    for round_no in range(rounds):
+        for name in names if round_no % 2 == 0 else names[::-1]:
+            figures[name].append(measures[name](round_no))
+    return {name: max(values) for name, values in figures.items()}
+
+
 @contextmanager
 def timed() -> Iterator[list[float]]:
     box: list[float] = []

@@ -4,13 +4,14 @@ asked of both (hybrid search and full-text message search)."""
 
 from __future__ import annotations
 
+import functools
 import os
 import secrets
 from collections.abc import Callable
 from typing import Any
 
 from bench.capture_bench import _events
-from bench.common import Options, Section, latencies_ms, timed
+from bench.common import Options, Section, alternating, latencies_ms, timed
 from bench.corpus import SUBJECTS
 
 SEALED, PLAIN = "sealed", "plain"
@@ -50,13 +51,11 @@ def run(urls: dict[str, str], options: Options) -> list[Section]:
     count = 600 if options.quick else 2000
     queries = 40 if options.quick else 150
     section = Section("Encryption at rest: on (sealed rows, keyed terms) beside off")
-    rates: dict[str, list[float]] = {SEALED: [], PLAIN: []}
-    for round_no in range(ROUNDS):
-        order = (SEALED, PLAIN) if round_no % 2 == 0 else (PLAIN, SEALED)
-        for namespace in order:
-            rates[namespace].append(_ingest_rate(namespace, count, round_no))
-    section.add("ingest batch (persist + detect + store)", max(rates[SEALED]),
-                max(rates[PLAIN]), "turns/s", f"encryption off; best of {ROUNDS}")  # fmt: skip
+    rates = alternating(
+        ROUNDS, {ns: functools.partial(_ingest_rate, ns, count) for ns in (SEALED, PLAIN)}
+    )
+    section.add("ingest batch (persist + detect + store)", rates[SEALED], rates[PLAIN],
+                "turns/s", f"encryption off; best of {ROUNDS}")  # fmt: skip
     embed_pending(time_budget_s=1200)  # vectors for both tenants, untimed
     asked = [f"what did we decide about {SUBJECTS[i % len(SUBJECTS)]}" for i in range(queries)]
 
