@@ -11,8 +11,9 @@ output, e.g. Redis sorted-set members that are re-added on redelivery.
 
 A sealed value that fails authentication (altered, or moved from another row or field)
 raises `SealBroken` where the opened text is written again (rotation, merges); where it is
-only read out (search hits, context items, the text the embedding outbox encodes) it reads
-as `UNREADABLE` and is logged, so one damaged row never breaks a tenant's reads.
+only read out (search hits, context items, the text the embedding outbox encodes, and every
+row loaded whole through the ORM: browsing, listing, forgetting) it reads as `UNREADABLE`
+and is logged, so one damaged row never breaks a tenant's reads.
 """
 
 from __future__ import annotations
@@ -157,6 +158,16 @@ def open_details(details: dict[str, Any]) -> dict[str, Any]:
     return {**plain, **(hidden or {})}  # none left when the key was destroyed
 
 
+def read_details(details: dict[str, Any]) -> dict[str, Any]:
+    """`open_details` for details that are only read out: damaged sealed keys are left
+    out (and logged), the plain ones kept."""
+    try:
+        return open_details(details)
+    except SealBroken as exc:
+        log.error("%s: its sealed details read as none", exc)
+        return {k: v for k, v in details.items() if k != SEALED_JSON}
+
+
 COMPACTION_KIND = "sessions.compactions"
 
 
@@ -166,12 +177,19 @@ def open_compactions(details: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(compactions, list):
         return details
     opened = [
-        open_sealed_json(item[SEALED_JSON], COMPACTION_KIND)
-        if isinstance(item, dict) and SEALED_JSON in item
-        else item
+        _read_compaction(item) if isinstance(item, dict) and SEALED_JSON in item else item
         for item in compactions
     ]
     return {**details, "compactions": opened}
+
+
+def _read_compaction(item: dict[str, Any]) -> Any:
+    """A sealed compaction summary; a damaged one keeps its id and reads as UNREADABLE."""
+    try:
+        return open_sealed_json(item[SEALED_JSON], COMPACTION_KIND)
+    except SealBroken as exc:
+        log.error("%s: it reads as %s", exc, UNREADABLE)
+        return {"compaction_id": item.get("compaction_id"), "summary": UNREADABLE}
 
 
 def open_json(value: Any, kind: str) -> Any:

@@ -53,10 +53,11 @@ class SealedText(TypeDecorator[str]):
     def process_result_value(self, value: str | None, dialect: Any) -> str | None:
         if value is None or not value.startswith(SEALED_PREFIX):
             return value
-        # Imported on first use: the key store reads this module's tables.
-        from continuum.security.envelope import open_text
+        # Imported on first use: the key store reads this module's tables. A damaged value
+        # reads as UNREADABLE: code that writes opened text again opens it raw, strictly.
+        from continuum.security.envelope import read_text
 
-        return open_text(value, self.kind)
+        return read_text(value, self.kind)
 
 
 class SealedDetails(TypeDecorator[dict[str, Any]]):
@@ -69,9 +70,9 @@ class SealedDetails(TypeDecorator[dict[str, Any]]):
     def process_result_value(self, value: Any, dialect: Any) -> Any:
         if not isinstance(value, dict) or "sealed" not in value:
             return value
-        from continuum.security.envelope import open_details  # as in SealedText
+        from continuum.security.envelope import read_details  # as in SealedText
 
-        return open_details(value)
+        return read_details(value)
 
 
 class Base(DeclarativeBase):

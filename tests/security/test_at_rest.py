@@ -220,3 +220,53 @@ def test_a_damaged_sealed_row_reads_as_unreadable_and_breaks_no_read(
     block = context(encrypted, "where is the kettle", 400, user_id="jason").block
     assert fine in block
     assert "does not authenticate" in caplog.text  # logged, not silent
+
+
+def test_a_damaged_sealed_row_loaded_whole_reads_as_unreadable_and_can_be_forgotten(
+    db: Any, encrypted: str, caplog: Any
+) -> None:
+    """Reads that load whole rows (browsing messages, listing memories) show a damaged sealed
+    value as UNREADABLE instead of failing, and the damaged memory can still be forgotten."""
+    from sqlalchemy import text
+
+    from continuum.memory.tools import MemoryTools
+    from continuum.recall.browse import MessageFilters, Window, messages
+    from continuum.security.envelope import UNREADABLE, open_compactions, seal
+
+    moved = seal(encrypted, "jason", "messages.content", "The kettle is in the attic.")
+    with session_scope() as s:
+        s.execute(
+            text(
+                "INSERT INTO memories (namespace, user_id, kind, key, content, details,"
+                " idempotency_key) VALUES (:ns, 'jason', 'fact', 'kettle', :c, :d, 'k1')"
+            ),
+            {
+                "ns": encrypted,
+                "c": moved,
+                "d": json.dumps({"channel": "telegram", "sealed": moved}),
+            },
+        )
+        s.execute(
+            text(
+                "INSERT INTO messages (namespace, session_id, message_id, role, content,"
+                " created_at) VALUES (:ns, 's1', 'm1', 'user', :c, now()),"
+                " (:ns, 's1', 'm2', 'assistant', :fine, now())"
+            ),
+            {
+                "ns": encrypted,
+                "c": seal(encrypted, None, "memories.content", "moved"),
+                "fine": seal(encrypted, None, "messages.content", "Noted."),
+            },
+        )
+    browsed = messages([encrypted], MessageFilters(oldest_first=True), Window(limit=10))
+    assert [hit.content for hit in browsed] == [UNREADABLE, "Noted."]
+    with session_scope() as s:  # damaged sealed details: the plain keys only
+        assert s.scalars(select(Memory.details)).one() == {"channel": "telegram"}
+    summaries = open_compactions({"compactions": [{"compaction_id": "c1", "sealed": moved}]})
+    assert summaries["compactions"] == [{"compaction_id": "c1", "summary": UNREADABLE}]
+    tools = MemoryTools(encrypted, user_id="jason")
+    assert [m["value"] for m in tools.list_memories()["memories"]] == [UNREADABLE]
+    forgotten = tools.forget_memory(key="kettle")
+    assert forgotten["success"] and len(forgotten["memoryIds"]) == 1
+    assert tools.list_memories()["memories"] == []
+    assert "does not authenticate" in caplog.text
