@@ -39,7 +39,7 @@ from continuum.memory.claims import (
 from continuum.memory.user_tasks import tasks_query
 from continuum.memory.writer import WriteContext, store_memories
 from continuum.pipeline.narrative import workspace
-from continuum.security.envelope import open_text, seal
+from continuum.security.envelope import UNREADABLE, open_text, read_text, seal
 from continuum.store.engine import session_scope
 from continuum.store.models import MaintenanceRun, MemoryLog
 from continuum.store.redis_client import get_redis
@@ -229,9 +229,11 @@ def _plan_clusters(
     actions = []
     for group in groups:
         members = [
-            (i, open_text(c, "memories.content"))
-            for i, c in zip(group.ids, group.contents, strict=True)
+            (i, content)
+            for i, sealed in zip(group.ids, group.contents, strict=True)
             if i not in removed
+            # a damaged member (logged) stays as it is, out of the summary
+            and (content := read_text(sealed, "memories.content")) != UNREADABLE
         ]
         if group.topic is None or len(members) < config.cluster_min_size:
             continue
@@ -486,7 +488,7 @@ def render_memory_md(db: DbSession, namespace: str, items: int) -> str:
         ).all()
         lines += ["", f"## {title}", ""]
         lines += [
-            f"- {open_text(r.content, 'memories.content')} ({r.created_at:%Y-%m-%d}"
+            f"- {read_text(r.content, 'memories.content')} ({r.created_at:%Y-%m-%d}"
             + (f", confirmed {r.corroboration}×)" if r.corroboration > 1 else ")")
             for r in rows
         ] or ["- (none)"]

@@ -30,7 +30,7 @@ from sqlalchemy import insert, text
 from sqlalchemy.orm import Session as DbSession
 
 from continuum.capture.text import normalize_for_key
-from continuum.security.envelope import open_optional, open_text
+from continuum.security.envelope import read_optional, read_text
 from continuum.store.models import MemoryLog
 
 Verdict = Literal[
@@ -60,7 +60,8 @@ class ClaimState:
     def of(cls, row: Any) -> ClaimState:
         return cls(
             id=row.id,
-            value=open_optional(row.claim_value, "memories.claim_value") or "",
+            # compared, never written again: a damaged value reads as UNREADABLE, equal to none
+            value=read_optional(row.claim_value, "memories.claim_value") or "",
             scope=row.claim_scope or "global",
             session_id=row.session_id,
             valid_until=row.valid_until,
@@ -365,10 +366,10 @@ def conflicts(db: DbSession, namespace: str, user_id: str | None = None) -> list
     return [
         Conflict(
             quarantined_id=r.id,
-            quarantined=open_text(r.content, "memories.content"),
+            quarantined=read_text(r.content, "memories.content"),
             quarantined_provenance=r.provenance,
             active_id=r.a_id,
-            active=open_optional(r.a_content, "memories.content"),
+            active=read_optional(r.a_content, "memories.content"),
             active_provenance=r.a_provenance,
             subject=r.claim_subject,
             predicate=r.claim_predicate,

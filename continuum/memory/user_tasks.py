@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session as DbSession
 from continuum.capture.kinds import kind_names
 from continuum.capture.summarize import Said, restates
 from continuum.capture.text import find_time_expression
-from continuum.security.envelope import open_text, seal, seal_optional
+from continuum.security.envelope import read_text, seal, seal_optional
 from continuum.store.bulk import insert_rows
 from continuum.store.engine import session_scope
 from continuum.store.models import UserTask
@@ -247,7 +247,7 @@ def _tasks_of(db: DbSession, namespace: str, rows: Sequence[Any]) -> int:
     wanted = {"ns": namespace, "dues": dues, "sessions": sessions}
     found = db.execute(_PENDING_AT, wanted) if sessions else ()
     pending = [
-        _Pending(open_text(task.title, "tasks.title"), task.user_id, task.due_at, task.tags,
+        _Pending(read_text(task.title, "tasks.title"), task.user_id, task.due_at, task.tags,
                  task.provenances, id=task.id)
         for task in found
     ]  # fmt: skip

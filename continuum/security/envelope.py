@@ -10,10 +10,11 @@ nonce: HMAC of key, identity and plaintext) is used where an equal input must gi
 output, e.g. Redis sorted-set members that are re-added on redelivery.
 
 A sealed value that fails authentication (altered, or moved from another row or field)
-raises `SealBroken` where the opened text is written again (rotation, merges); where it is
+raises `SealBroken` where the opened text is written again (rotation); where it is
 only read out (search hits, context items, the text the embedding outbox encodes, and every
-row loaded whole through the ORM: browsing, listing, forgetting) it reads as `UNREADABLE`
-and is logged, so one damaged row never breaks a tenant's reads.
+row loaded whole through the ORM: browsing, listing, forgetting; claim values compared)
+it reads as `UNREADABLE` and is logged, so one damaged row never breaks a tenant's reads,
+and consolidation leaves it out of what it merges.
 """
 
 from __future__ import annotations
@@ -122,6 +123,10 @@ def read_text(value: str, kind: str) -> str:
 
 def open_optional(value: str | None, kind: str) -> str | None:
     return None if value is None else open_text(value, kind)
+
+
+def read_optional(value: str | None, kind: str) -> str | None:
+    return None if value is None else read_text(value, kind)
 
 
 SEALED_JSON = "sealed"  # the one key of a JSON value stored sealed

@@ -270,3 +270,82 @@ def test_a_damaged_sealed_row_loaded_whole_reads_as_unreadable_and_can_be_forgot
     assert forgotten["success"] and len(forgotten["memoryIds"]) == 1
     assert tools.list_memories()["memories"] == []
     assert "does not authenticate" in caplog.text
+
+
+def test_a_damaged_claim_in_force_neither_blocks_a_new_value_nor_the_conflict_list(
+    db: Any, encrypted: str, caplog: Any
+) -> None:
+    """Claims are compared by their opened values: a damaged one reads as UNREADABLE, so a
+    competing value is still settled against it, and the conflicts list still reads."""
+    from sqlalchemy import text
+
+    from continuum.memory.claims import conflicts
+    from continuum.memory.tools import MemoryTools
+    from continuum.security.envelope import UNREADABLE, seal
+
+    user = MemoryTools(encrypted, user_id="jason", provenance="user_explicit")
+    first = user.store_memory(memory_type="fact", key="home_city", value="Leeds")["memoryId"]
+    with session_scope() as s:  # both sealed for another field, as if moved
+        s.execute(text("UPDATE memories SET claim_value = :v, content = :c WHERE id = :id"),
+                  {"v": seal(encrypted, "jason", "memories.content", "Leeds"),
+                   "c": seal(encrypted, "jason", "messages.content", "Leeds"), "id": first})  # fmt: skip
+    # a system write may not override what the user said: it waits in quarantine
+    system = MemoryTools(encrypted, user_id="jason")
+    second = system.store_memory(memory_type="fact", key="home_city", value="York")
+    assert second["success"] and second["memoryId"] != first
+    with session_scope() as s:
+        listed = conflicts(s, encrypted, "jason")
+    assert [(c.active_id, c.active, c.quarantined_id) for c in listed] == [
+        (first, UNREADABLE, second["memoryId"])
+    ]
+    assert "does not authenticate" in caplog.text
+
+
+def test_maintenance_leaves_a_damaged_memory_as_it_is_and_compresses_the_rest(
+    db: Any, encrypted: str, settings_env: Any, tmp_path: Any, caplog: Any
+) -> None:
+    """A damaged note stays out of its cluster's summary (and stays active); the weekly run
+    still finishes, and the memory file shows it as UNREADABLE."""
+    from datetime import UTC, datetime, timedelta
+
+    from sqlalchemy import text
+
+    from continuum.maintenance import maintain, memory_md_path
+    from continuum.security.envelope import UNREADABLE, seal
+
+    settings_env(workspace_dir=tmp_path)
+    now = datetime(2026, 3, 2, 12, tzinfo=UTC)
+    notes = [seal(encrypted, None, "memories.content", f"Garden note {i}") for i in range(9)]
+    notes[4] = seal(encrypted, None, "messages.content", "Garden note 4")  # as if moved
+    with session_scope() as s:
+        for i, content in enumerate(notes):
+            s.execute(
+                text(
+                    "INSERT INTO memories (namespace, kind, content, importance, tags,"
+                    " idempotency_key, created_at, updated_at) VALUES (:ns, 'context', :c, 4,"
+                    " ARRAY['topic:garden'], :k, :at, :at)"
+                ),
+                {"ns": encrypted, "c": content, "k": f"g{i}", "at": now - timedelta(days=2 + i)},
+            )
+        s.execute(  # a damaged fact, for the memory file
+            text(
+                "INSERT INTO memories (namespace, kind, content, importance, idempotency_key,"
+                " created_at, updated_at) VALUES (:ns, 'fact', :c, 8, 'f1', :at, :at)"
+            ),
+            {
+                "ns": encrypted,
+                "c": seal(encrypted, None, "tasks.title", "Anna is a sister"),
+                "at": now - timedelta(days=1),
+            },
+        )
+    assert maintain(encrypted, now=now).status == "done"
+    with session_scope() as s:
+        keys = Memory.idempotency_key.in_([f"g{i}" for i in range(9)])
+        statuses = dict(s.execute(select(Memory.idempotency_key, Memory.status).where(keys)).all())
+        summary = s.scalars(select(Memory).where(Memory.trigger == "compress")).one()
+    assert statuses.pop("g4") == "active"  # left as it is
+    assert set(statuses.values()) == {"merged"}
+    assert summary.content.startswith("8 context notes on garden:")
+    assert "Garden note 4" not in summary.content and UNREADABLE not in summary.content
+    assert UNREADABLE in memory_md_path(encrypted).read_text()
+    assert "does not authenticate" in caplog.text
