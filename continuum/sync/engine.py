@@ -38,6 +38,7 @@ from continuum.sync.sources import (
 )
 from continuum.sync.summary import SyncProgress, SyncSummary, save_last_run
 from continuum.sync.views import ensure_views
+from continuum.sync.writer import SessionRaced
 from continuum.transcripts import (
     Discovery,
     StoreLayoutError,
@@ -52,7 +53,7 @@ log = logging.getLogger(__name__)
 
 LOCK_NAME = "continuum:sync"
 LOCK_TIMEOUT_S = 600
-DEADLOCK_ATTEMPTS = 3
+DEADLOCK_ATTEMPTS = 3  # runs of a source after a deadlock, serialization failure or race
 # A deadlock or serialization failure: the transaction is safe to run again.
 _CONFLICTS = (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure)
 # A statement refused for its data (not a connection fault): skip the source.
@@ -118,6 +119,10 @@ def _read_source(
         try:
             handler(options, source, namespace, known, report)
             return report, None
+        except SessionRaced as exc:  # its batch meets the other writer's rows when run again
+            if attempt < DEADLOCK_ATTEMPTS:
+                continue
+            return report, _Problem("db_error", str(exc))
         except (TranscriptVanished, FileNotFoundError) as exc:
             return report, _Problem("vanished", str(exc), failed=False)
         except StoreLayoutError as exc:

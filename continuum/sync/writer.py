@@ -1,9 +1,12 @@
 """The bulk writer: parsed transcript messages and their session rows into Postgres.
 
 A batch of a session that has no rows yet (a backfill's new files, a new session's first
-batch) is COPYed straight into `messages` under a savepoint: nothing can conflict with it
-but a concurrent writer of the same session or an id repeated in the batch, and then the
-savepoint is rolled back and the batch takes the general path. The general path COPYs into
+batch) is COPYed straight into `messages`, an id repeated in the batch kept once (its first
+line). Nothing else can conflict with it but a concurrent writer of the same session that
+committed first; then the COPY fails, the caller's transaction is lost, and `SessionRaced`
+says to run the batch again: the session has rows by then, so it takes the general path.
+No savepoint guards the common case (its two round trips cost a small file more than its
+rows). The general path COPYs into
 a temporary staging table, then `INSERT … SELECT … ON CONFLICT DO NOTHING RETURNING`, so a
 batch costs two statements whatever its size and only rows really inserted come back
 (they drive `message_count` and the capture feed). Rows are inserted in key order on both
@@ -141,9 +144,14 @@ def _sealed(db: DbSession, rows: Sequence[Row]) -> list[Row]:
     return out
 
 
+class SessionRaced(Exception):
+    """A concurrent writer committed rows of the session this batch was COPYing into as
+    new: the transaction is lost; run the batch again (it then meets those rows)."""
+
+
 def _copied_as_new_session(conn: psycopg.Connection[Any], rows: Sequence[Row]) -> bool:
-    """COPY `rows` (one session's, in key order) straight into `messages` if that session
-    has no rows; False, with nothing written, when it has or a row turns out to exist."""
+    """COPY `rows` (one session's, in key order, no key twice) straight into `messages` if
+    that session has no rows; False, with nothing written, when it has."""
     key = rows[0][:2]
     if any(row[:2] != key for row in rows):
         return False
@@ -151,19 +159,24 @@ def _copied_as_new_session(conn: psycopg.Connection[Any], rows: Sequence[Row]) -
         if cur.execute(SESSION_HAS_ROWS, key).fetchone() != (False,):
             return False
         try:
-            with conn.transaction(), cur.copy(COPY_MESSAGES) as copy:
+            with cur.copy(COPY_MESSAGES) as copy:
                 for row in rows:
                     copy.write_row(row)
-        except psycopg.errors.UniqueViolation:  # a concurrent writer's, or a repeated id
-            return False
+        except psycopg.errors.UniqueViolation as exc:
+            raise SessionRaced(
+                f"session {key[1]!r} gained rows while this batch was written"
+            ) from exc
     return True
 
 
 def insert_messages(db: DbSession, rows: Sequence[Row]) -> list[InsertedMessage]:
-    """Insert the rows of `rows` not yet in `messages`; returns those inserted, in key order."""
+    """Insert the rows of `rows` not yet in `messages`; returns those inserted, in key order.
+    Raises `SessionRaced` (the transaction is lost) when a concurrent writer of a new
+    session committed first."""
     if not rows:
         return []
-    staged = sorted(_sealed(db, rows), key=lambda row: row[:3])
+    staged = sorted(_sealed(db, rows), key=lambda row: row[:3])  # stable: file order kept
+    staged = [row for i, row in enumerate(staged) if i == 0 or row[:3] != staged[i - 1][:3]]
     if _copied_as_new_session(driver_connection(db), staged):
         created_at = COLUMNS.index("created_at")
         return [InsertedMessage(row[1], row[2], row[created_at]) for row in staged]

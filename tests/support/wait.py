@@ -1,4 +1,4 @@
-"""Polling helper for asynchronous outcomes (no fixed sleeps in tests)."""
+"""Polling helpers for asynchronous outcomes (no fixed sleeps in tests)."""
 
 from __future__ import annotations
 
@@ -19,3 +19,20 @@ def wait_for(check: Callable[[], T], timeout: float = 60.0, interval: float = 0.
         if time.monotonic() > deadline:
             raise AssertionError(f"condition not met within {timeout}s (last value {value!r})")
         time.sleep(interval)
+
+
+def waiting_on_a_lock() -> bool:
+    """Whether some session of the test database is waiting on a lock (a row another
+    transaction has not committed yet, say)."""
+    from sqlalchemy import text
+
+    from continuum.store.engine import session_scope
+
+    with session_scope() as db:
+        waiting = db.scalar(
+            text(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                " AND wait_event_type = 'Lock'"
+            )
+        )
+    return bool(waiting)

@@ -23,6 +23,7 @@ from continuum.sync import SyncProgress, cursors, namespace_for, sync
 from continuum.sync.engine import LOCK_NAME, _bytes_to_read
 from continuum.sync.sources import Options, SourceReport, sync_jsonl
 from continuum.transcripts import discover, parser_for, read_complete_lines
+from tests.support.wait import wait_for, waiting_on_a_lock
 
 FIXTURE_HOME = Path(__file__).resolve().parents[1] / "fixtures" / "transcripts" / "home"
 SESSIONS = FIXTURE_HOME / ".openclaw" / "agents" / "main" / "sessions"
@@ -140,6 +141,42 @@ def test_a_large_read_goes_through_worker_processes_with_the_same_result(
     assert sync(home, feed_capture=False, workers=2).messages_inserted == 0
     assert sync(home, backfill=True, feed_capture=False, workers=2).duplicates == FIXTURE_MESSAGES
     assert_exactly_once(home)
+
+
+def test_a_batch_that_lost_a_race_for_its_new_session_is_run_again(db: Any, home: Path) -> None:
+    """Another writer's uncommitted row of a session makes the sync's COPY of that new
+    session wait; once it commits, the COPY fails (`SessionRaced`: the transaction is lost)
+    and the source is read again in the same run, storing every other message once."""
+    source = discover(None, home).sources[0]
+    parser = parser_for(source)
+    taken = parser.feed(read_complete_lines(source.path)).messages[0]
+    namespace = namespace_for(source.instance)
+    session_id = parser.context.session_id or source.session_id
+    ran: dict[str, Any] = {}
+    with session_scope() as other:
+        other.execute(
+            text(
+                "INSERT INTO messages (namespace, session_id, message_id, role, content,"
+                " created_at) VALUES (:ns, :sid, :mid, :role, :content, :at)"
+            ),
+            {
+                "ns": namespace,
+                "sid": session_id,
+                "mid": taken.message_id,
+                "role": taken.role,
+                "content": taken.content,
+                "at": taken.created_at,
+            },
+        )
+        run = threading.Thread(target=lambda: ran.update(summary=sync(home, feed_capture=False)))
+        run.start()
+        wait_for(waiting_on_a_lock, timeout=30)  # the sync's COPY meets the row
+    run.join(60)
+    summary = ran["summary"]
+    assert (summary.files_failed, summary.errors) == (0, FIXTURE_PROBLEMS)
+    assert summary.messages_inserted == FIXTURE_MESSAGES - 1  # the other writer's is not ours
+    keys = stored_keys()
+    assert len(keys) == len(set(keys)) and set(keys) == expected_keys(home)
 
 
 def test_only_what_a_run_will_read_counts_toward_reading_in_processes(db: Any, home: Path) -> None:

@@ -5,7 +5,6 @@ conflict-safe path without losing or doubling a row."""
 from __future__ import annotations
 
 import threading
-import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -13,8 +12,16 @@ from sqlalchemy import select, text
 
 from continuum.store.engine import session_scope
 from continuum.store.models import Message
-from continuum.sync.writer import InsertedMessage, SessionFacts, insert_messages, message_rows
+from continuum.sync.writer import (
+    COLUMNS,
+    InsertedMessage,
+    SessionFacts,
+    SessionRaced,
+    insert_messages,
+    message_rows,
+)
 from continuum.transcripts import TranscriptMessage
+from tests.support.wait import wait_for, waiting_on_a_lock
 
 T0 = datetime(2026, 2, 26, 22, 0, tzinfo=UTC)
 FACTS = SessionFacts(namespace="default", session_id="s1", source="openclaw")
@@ -63,32 +70,28 @@ def test_a_batch_meeting_stored_rows_adds_only_the_missing_ones(db: Any) -> None
 def test_an_id_repeated_in_a_new_sessions_batch_is_stored_once_and_the_batch_goes_on(
     db: Any,
 ) -> None:
+    batch = rows("m1", "m2", "m1")
+    content = COLUMNS.index("content")
+    batch[2] = (*batch[2][:content], "a later line", *batch[2][content + 1 :])
     with session_scope() as session:
-        assert inserted_ids(insert_messages(session, rows("m1", "m2", "m1"))) == ["m1", "m2"]
+        assert inserted_ids(insert_messages(session, batch)) == ["m1", "m2"]
         session.execute(text("SELECT 1"))  # the transaction is still usable
     assert stored_ids() == ["m1", "m2"]
-
-
-def _waiting_on_a_lock() -> bool:
-    with session_scope() as db:
-        waiting = db.scalar(
-            text(
-                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
-                " AND wait_event_type = 'Lock'"
-            )
-        )
-    return bool(waiting)
+    with session_scope() as session:  # the first line is the one kept
+        kept = session.scalar(select(Message.content).where(Message.message_id == "m1"))
+    assert kept == "message m1"
 
 
 def test_two_writers_of_the_same_new_session_store_each_message_once(db: Any) -> None:
-    """Both see a session without rows; the second waits on the first's uncommitted rows,
-    meets them once it commits, and adds only its own."""
+    """Both see a session without rows; the second waits on the first's uncommitted rows
+    and, once they commit, loses its transaction (`SessionRaced`); run again, it meets them
+    and adds only its own."""
     second: dict[str, Any] = {}
 
     def write_second() -> None:
         try:
             with session_scope() as session:
-                second["inserted"] = insert_messages(session, rows("m1", "m2", "m3"))
+                insert_messages(session, rows("m1", "m2", "m3"))
         except BaseException as exc:
             second["error"] = exc
 
@@ -96,11 +99,10 @@ def test_two_writers_of_the_same_new_session_store_each_message_once(db: Any) ->
         assert inserted_ids(insert_messages(first, rows("m1", "m2"))) == ["m1", "m2"]
         thread = threading.Thread(target=write_second)
         thread.start()
-        deadline = time.monotonic() + 10
-        while not _waiting_on_a_lock():
-            assert time.monotonic() < deadline, "the second writer never waited"
-            time.sleep(0.02)
+        wait_for(waiting_on_a_lock, timeout=10)
     thread.join(10)
-    assert "error" not in second
-    assert inserted_ids(second["inserted"]) == ["m3"]
+    assert isinstance(second["error"], SessionRaced)
+    assert stored_ids() == ["m1", "m2"]  # nothing of the lost transaction
+    with session_scope() as session:
+        assert inserted_ids(insert_messages(session, rows("m1", "m2", "m3"))) == ["m3"]
     assert stored_ids() == ["m1", "m2", "m3"]
