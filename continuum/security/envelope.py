@@ -20,19 +20,23 @@ and consolidation leaves it out of what it merges.
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import hmac
 import json
 import logging
 import os
 import struct
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from cryptography.exceptions import InvalidTag
 
 from continuum.config import get_settings
 from continuum.security.keys import NONCE_BYTES, DataKeyRef, KeyDestroyed, keyring
 from continuum.store.models import SEALED_PREFIX
+
+T = TypeVar("T")
 
 FORGOTTEN = "[forgotten]"  # what a row sealed under a destroyed key reads as
 UNREADABLE = "[unreadable]"  # what a damaged sealed value reads as where it is only read out
@@ -111,14 +115,21 @@ def open_text(value: str, kind: str) -> str:
         raise SealBroken(f"sealed {kind} under data key {key_id} does not authenticate") from exc
 
 
-def read_text(value: str, kind: str) -> str:
-    """`open_text` for text that is only read out: a damaged value reads as UNREADABLE
-    (and is logged) instead of failing the whole read."""
+def _read_out(opened: Callable[[], T], damaged: T, shown: str) -> T:
+    """`opened()` for a value that is only read out; when it is damaged (`SealBroken`),
+    `damaged` (logged, saying it is `shown`) instead of failing the whole read."""
     try:
-        return open_text(value, kind)
+        return opened()
     except SealBroken as exc:
-        log.error("%s: it reads as %s", exc, UNREADABLE)
-        return UNREADABLE
+        log.error("%s: it reads as %s", exc, shown)
+        return damaged
+
+
+def read_text(value: str, kind: str) -> str:
+    """`open_text` for text that is only read out: a damaged value reads as UNREADABLE."""
+    if not value.startswith(SEALED_PREFIX):
+        return value  # plaintext, most rows: no call to wrap
+    return _read_out(lambda: open_text(value, kind), UNREADABLE, UNREADABLE)
 
 
 def open_optional(value: str | None, kind: str) -> str | None:
@@ -165,12 +176,9 @@ def open_details(details: dict[str, Any]) -> dict[str, Any]:
 
 def read_details(details: dict[str, Any]) -> dict[str, Any]:
     """`open_details` for details that are only read out: damaged sealed keys are left
-    out (and logged), the plain ones kept."""
-    try:
-        return open_details(details)
-    except SealBroken as exc:
-        log.error("%s: its sealed details read as none", exc)
-        return {k: v for k, v in details.items() if k != SEALED_JSON}
+    out, the plain ones kept."""
+    plain = {k: v for k, v in details.items() if k != SEALED_JSON}
+    return _read_out(lambda: open_details(details), plain, "its plain details only")
 
 
 COMPACTION_KIND = "sessions.compactions"
@@ -182,19 +190,16 @@ def open_compactions(details: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(compactions, list):
         return details
     opened = [
-        _read_compaction(item) if isinstance(item, dict) and SEALED_JSON in item else item
+        _read_out(  # a damaged summary keeps its id
+            functools.partial(open_sealed_json, item[SEALED_JSON], COMPACTION_KIND),
+            {"compaction_id": item.get("compaction_id"), "summary": UNREADABLE},
+            UNREADABLE,
+        )
+        if isinstance(item, dict) and SEALED_JSON in item
+        else item
         for item in compactions
     ]
     return {**details, "compactions": opened}
-
-
-def _read_compaction(item: dict[str, Any]) -> Any:
-    """A sealed compaction summary; a damaged one keeps its id and reads as UNREADABLE."""
-    try:
-        return open_sealed_json(item[SEALED_JSON], COMPACTION_KIND)
-    except SealBroken as exc:
-        log.error("%s: it reads as %s", exc, UNREADABLE)
-        return {"compaction_id": item.get("compaction_id"), "summary": UNREADABLE}
 
 
 def open_json(value: Any, kind: str) -> Any:
