@@ -187,10 +187,10 @@ def _serve(log_dir: Path) -> tuple[Any, str]:
 
 
 def run(urls: dict[str, str], options: Options) -> list[Section]:
-    from continuum.api.tokens import create_token
     from continuum.config import get_settings
     from continuum.recall.context import context
     from continuum.recall.search import SearchFilters, search
+    from continuum.security.tokens import create_token
 
     conv = generate()
     load(conv)

@@ -48,7 +48,7 @@ def enqueue(urls: dict[str, str], samples: int = 1000) -> Section:
 
 def extraction(count: int = 3000) -> Section:
     from continuum.capture import detect_key_moments
-    from continuum.capture.models import CaptureTurn
+    from continuum.domain.memory import CaptureTurn
     from continuum.pipeline.ingest import ingest_batch
 
     section = Section("Capture throughput")

@@ -24,9 +24,9 @@ from bench.common import Options, Section
 from continuum.cli.processes import spawn, stop
 from continuum.contract.client import MemoryClient
 from continuum.contract.queues import EVENTS
+from continuum.redis_client import get_redis
 from continuum.store.engine import session_scope
 from continuum.store.models import ProcessedEvent
-from continuum.store.redis_client import get_redis
 
 BATCH = 25
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import ROOT, Options, Section
-from continuum.capture.text import word_set
+from continuum.domain.text import word_set
 
 GOLD = ROOT / "bench" / "gold" / "summaries.json"
 BASELINE = ROOT / "bench" / "gold" / "summaries.baseline.json"

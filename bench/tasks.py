@@ -3,7 +3,7 @@ benchmark can count completions; no database, no capture)."""
 
 from __future__ import annotations
 
-from continuum.store.redis_client import get_redis
+from continuum.redis_client import get_redis
 from workers.app import app
 
 

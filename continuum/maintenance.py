@@ -25,9 +25,9 @@ import redis
 from sqlalchemy import select, text
 from sqlalchemy.orm import Session as DbSession
 
-from continuum.capture.kinds import MemoryKind, MemoryMdSection, kind_names
-from continuum.capture.models import DIGEST_KINDS, MAX_CONTENT_CHARS, MemoryCandidate
-from continuum.capture.text import clip
+from continuum.domain.kinds import MemoryKind, MemoryMdSection, kind_names
+from continuum.domain.memory import DIGEST_KINDS, MAX_CONTENT_CHARS, MemoryCandidate
+from continuum.domain.text import clip
 from continuum.memory.claims import (
     CLAIM_COLUMNS,
     ClaimState,
@@ -39,10 +39,10 @@ from continuum.memory.claims import (
 from continuum.memory.user_tasks import tasks_query
 from continuum.memory.writer import WriteContext, store_memories
 from continuum.pipeline.narrative import workspace
-from continuum.security.envelope import UNREADABLE, open_text, read_text, seal
+from continuum.redis_client import get_redis
+from continuum.sealing.envelope import UNREADABLE, open_text, read_text, seal
 from continuum.store.engine import session_scope
 from continuum.store.models import MaintenanceRun, MemoryLog
-from continuum.store.redis_client import get_redis
 
 Action = dict[str, Any]
 LOCK_KEY = "continuum:maintenance:lock:{namespace}"

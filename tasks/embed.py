@@ -7,7 +7,7 @@ from typing import Any
 from continuum.config import get_settings
 from continuum.contract.queues import EMBED_PENDING, EMBED_SCHEDULED_KEY
 from continuum.pipeline.outbox import embed_pending
-from continuum.store.redis_client import get_redis
+from continuum.redis_client import get_redis
 from workers.app import app
 from workers.base import ReliableTask
 

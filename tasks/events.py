@@ -17,7 +17,7 @@ from continuum.contract.queues import (
     REDELIVER_EVENTS,
 )
 from continuum.pipeline.ingest import ingest_batch
-from continuum.store.redis_client import get_broker_redis
+from continuum.redis_client import get_broker_redis
 from tasks.embed import schedule_embedding
 from workers.app import app
 from workers.base import ReliableTask

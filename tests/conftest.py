@@ -66,9 +66,9 @@ def db(servers: dict[str, str]) -> Iterator[Any]:
     from sqlalchemy.exc import OperationalError
 
     from continuum.recall.textquery import speaker_lexemes
-    from continuum.security.keys import keyring
+    from continuum.redis_client import get_redis
+    from continuum.sealing.keys import keyring
     from continuum.store.engine import get_engine
-    from continuum.store.redis_client import get_redis
 
     engine = get_engine()
     for attempt in range(5):  # a previous test's worker task may still hold row locks

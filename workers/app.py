@@ -5,8 +5,8 @@ from __future__ import annotations
 from celery import Celery
 
 import beat_schedule
+from continuum import redis_client
 from continuum.config import get_settings
-from continuum.store import redis_client
 from workers.config import celery_config
 
 redis_client.in_worker()

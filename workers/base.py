@@ -14,8 +14,8 @@ from celery.exceptions import Retry, SoftTimeLimitExceeded
 from sqlalchemy.exc import DBAPIError, OperationalError
 
 from continuum.config import get_settings
-from continuum.store import deadletter
-from continuum.store.redis_client import get_redis
+from continuum.pipeline import deadletters
+from continuum.redis_client import get_redis
 
 log = logging.getLogger(__name__)
 DELIVERIES_KEY = "continuum:deliveries:{}"
@@ -66,7 +66,7 @@ class ReliableTask(Task):
     def _dead_letter(self, reason: str, error: str, attempts: int) -> None:
         payload = {"args": list(self.request.args or []), "kwargs": self.request.kwargs or {}}
         try:
-            deadletter.record_now(
+            deadletters.record_now(
                 task_name=self.name,
                 task_id=self.request.id,
                 payload=payload,

@@ -19,7 +19,7 @@ import redis
 from celery.signals import task_received, worker_ready, worker_shutdown
 
 from continuum.config import get_settings
-from continuum.store.redis_client import SyncRedis
+from continuum.redis_client import SyncRedis
 
 log = logging.getLogger(__name__)
 UNACKED_INDEX_KEY = "unacked_index"

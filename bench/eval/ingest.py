@@ -19,9 +19,9 @@ from sqlalchemy import text
 from continuum.cli.processes import spawn, stop, worker_argv
 from continuum.contract.queues import EMBED, EXTRACT
 from continuum.pipeline.outbox import EMBEDDED_TABLES, pending_counts
+from continuum.redis_client import SyncRedis
 from continuum.store.broker import queue_keys
 from continuum.store.engine import session_scope
-from continuum.store.redis_client import SyncRedis
 from continuum.sync import SyncProgress, sync
 from continuum.transcripts import openclaw
 

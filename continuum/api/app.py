@@ -34,7 +34,7 @@ from continuum.api.routes import (
     ui,
 )
 from continuum.contract.client import MemoryClient
-from continuum.store.redis_client import wait_s
+from continuum.redis_client import wait_s
 
 ROUTERS = (
     account.router,

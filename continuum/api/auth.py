@@ -15,7 +15,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from continuum.api.errors import field_error
-from continuum.api.tokens import TokenInfo, authenticate
+from continuum.security.tokens import TokenInfo, authenticate
 
 _bearer = HTTPBearer(auto_error=False, description="A token from `continuum tokens create`.")
 

@@ -24,12 +24,12 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import SQLAlchemyError
 
 from continuum.config import ConfigError
+from continuum.redis_client import get_quick_redis
 from continuum.store import metrics
 from continuum.store.broker import TIMEOUT_S as SCRAPE_TIMEOUT_S
 from continuum.store.broker import broker_state
 from continuum.store.engine import session_scope
 from continuum.store.models import DeadLetter
-from continuum.store.redis_client import get_quick_redis
 from continuum.sync import problems
 
 router = APIRouter(tags=["monitoring"])

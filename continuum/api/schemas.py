@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
-from continuum.security.envelope import open_compactions
+from continuum.sealing.envelope import open_compactions
 
 
 class _FromRow(BaseModel):

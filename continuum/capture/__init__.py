@@ -5,14 +5,6 @@ database."""
 from continuum.capture.chunking import chunk_messages
 from continuum.capture.filters import Triage, detect_sentiment, triage
 from continuum.capture.keymoments import detect_key_moments
-from continuum.capture.kinds import MemoryKind
-from continuum.capture.models import (
-    CaptureTurn,
-    Claim,
-    MemoryCandidate,
-    Provenance,
-    SessionSummary,
-)
 from continuum.capture.summarize import (
     STORE_THRESHOLD,
     ChunkJudgement,
@@ -21,6 +13,14 @@ from continuum.capture.summarize import (
     summarize_session,
 )
 from continuum.capture.topics import extract_entities, extract_projects, topic_slug
+from continuum.domain.kinds import MemoryKind
+from continuum.domain.memory import (
+    CaptureTurn,
+    Claim,
+    MemoryCandidate,
+    Provenance,
+    SessionSummary,
+)
 
 __all__ = [
     "STORE_THRESHOLD",

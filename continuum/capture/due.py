@@ -15,7 +15,7 @@ import calendar
 import re
 from datetime import date, datetime, time, timedelta
 
-from continuum.capture.text import MONTH_PATTERN, NUMBER, WEEKDAYS, month_number, parse_number
+from continuum.domain.text import MONTH_PATTERN, NUMBER, WEEKDAYS, month_number, parse_number
 
 _I = re.IGNORECASE
 _WEEKDAY = "|".join(WEEKDAYS)

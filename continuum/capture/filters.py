@@ -9,8 +9,8 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from continuum.capture.models import CaptureTurn, Sentiment
-from continuum.capture.text import clean, word_set
+from continuum.domain.memory import CaptureTurn, Sentiment
+from continuum.domain.text import clean, word_set
 
 SHORT_MESSAGE_CHARS = 50
 MAX_PROSE_CHARS = 1500  # longer "prose" is a pasted article, not conversation

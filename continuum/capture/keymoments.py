@@ -14,14 +14,6 @@ import re
 
 from continuum.capture.due import resolve_due
 from continuum.capture.filters import detect_sentiment, short_signal, triage
-from continuum.capture.kinds import MemoryKind, kind_names
-from continuum.capture.models import (
-    MAX_CONTENT_CHARS,
-    CaptureTurn,
-    Claim,
-    MemoryCandidate,
-    Provenance,
-)
 from continuum.capture.rules import (
     ASSISTANT_RULES,
     USER_RULES,
@@ -29,7 +21,16 @@ from continuum.capture.rules import (
     is_question,
     lead_stripped,
 )
-from continuum.capture.text import (
+from continuum.capture.topics import extract_people, extract_projects, topic_slug
+from continuum.domain.kinds import MemoryKind, kind_names
+from continuum.domain.memory import (
+    MAX_CONTENT_CHARS,
+    CaptureTurn,
+    Claim,
+    MemoryCandidate,
+    Provenance,
+)
+from continuum.domain.text import (
     clip,
     find_time_expression,
     normalize_for_key,
@@ -37,7 +38,6 @@ from continuum.capture.text import (
     split_clauses,
     split_sentences,
 )
-from continuum.capture.topics import extract_people, extract_projects, topic_slug
 
 DEFAULT_MAX_WRITES = 3
 _BASE_CONFIDENCE: dict[Provenance, float] = {

@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from continuum.capture.due import PAST
-from continuum.capture.kinds import MemoryKind
-from continuum.capture.text import (
+from continuum.capture.topics import RELATIONS, STOP_WORDS, canonical, category_of, keywords
+from continuum.domain.kinds import MemoryKind
+from continuum.domain.text import (
     NUMBER,
     capitalize_first,
     find_time_expression,
@@ -25,7 +26,6 @@ from continuum.capture.text import (
     third_person,
     word_set,
 )
-from continuum.capture.topics import RELATIONS, STOP_WORDS, canonical, category_of, keywords
 
 _I = re.IGNORECASE
 _CONDITIONAL = re.compile(

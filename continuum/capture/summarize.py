@@ -12,15 +12,6 @@ from typing import NamedTuple
 from continuum.capture.due import due_label
 from continuum.capture.filters import Triage, detect_sentiment, triage
 from continuum.capture.keymoments import detect_key_moments
-from continuum.capture.kinds import MemoryKind
-from continuum.capture.models import (
-    MAX_DIGEST_CHARS,
-    CaptureTurn,
-    MemoryCandidate,
-    Sentiment,
-    SessionSummary,
-)
-from continuum.capture.text import clip
 from continuum.capture.topics import (
     Vocabulary,
     content_lemmas,
@@ -28,6 +19,15 @@ from continuum.capture.topics import (
     session_topics,
     topic_slug,
 )
+from continuum.domain.kinds import MemoryKind
+from continuum.domain.memory import (
+    MAX_DIGEST_CHARS,
+    CaptureTurn,
+    MemoryCandidate,
+    Sentiment,
+    SessionSummary,
+)
+from continuum.domain.text import clip
 
 STORE_THRESHOLD = 5  # judged chunks below this importance are not stored (R61, R63)
 SNAPSHOT_IMPORTANCE = 7

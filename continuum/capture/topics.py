@@ -9,7 +9,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
-from continuum.capture.text import clean, snake, split_sentences, word_set
+from continuum.domain.text import clean, snake, split_sentences, word_set
 
 STOP_WORDS = word_set(
     """

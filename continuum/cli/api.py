@@ -78,7 +78,7 @@ def tokens_create(
     as_json: bool = JsonOption,
 ) -> None:
     """Create a token and print it once (only its hash is stored)."""
-    from continuum.api.tokens import create_token
+    from continuum.security.tokens import create_token
 
     try:
         token, info = create_token(namespace, name)
@@ -101,7 +101,7 @@ def tokens_list(as_json: bool = JsonOption) -> None:
     """List tokens (never the tokens themselves)."""
     from rich.table import Table
 
-    from continuum.api.tokens import list_tokens
+    from continuum.security.tokens import list_tokens
 
     tokens = list_tokens()
     if as_json:
@@ -137,7 +137,7 @@ def tokens_revoke(
     token_id: int = typer.Argument(..., help="The id shown by `tokens list`."),
 ) -> None:
     """Revoke a token: it stops working at once."""
-    from continuum.api.tokens import revoke_token
+    from continuum.security.tokens import revoke_token
 
     if not revoke_token(token_id):
         fail(f"no live token with id {token_id}", code=1)

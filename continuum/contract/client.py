@@ -21,7 +21,7 @@ from continuum.config import get_settings
 from continuum.contract import ledger
 from continuum.contract.events import Event, EventError, event_payload, parse_events
 from continuum.contract.queues import INGEST_EVENTS, queue_for
-from continuum.store.redis_client import get_redis, retries_for, wait_s
+from continuum.redis_client import get_redis, retries_for, wait_s
 
 
 def publish_retry_policy() -> dict[str, float]:

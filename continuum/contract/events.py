@@ -24,7 +24,7 @@ from pydantic import (
 )
 
 from continuum.config import get_settings
-from continuum.store.storable import UNSTORABLE
+from continuum.domain.storable import UNSTORABLE
 
 SCHEMA_VERSION = 1
 EVENT_KINDS = ("turn", "idle", "pre_compaction", "session_end")

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from continuum.contract.queues import EVENTS
-from continuum.store.redis_client import SyncRedis
+from continuum.redis_client import SyncRedis
 
 ENTRIES = "continuum:inflight"
 INDEX = "continuum:inflight:index"

@@ -19,7 +19,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session as DbSession
 
 from continuum.config import get_settings
-from continuum.security.envelope import seal_optional
+from continuum.sealing.envelope import seal_optional
 from continuum.store import metrics
 from continuum.store.engine import session_scope
 from continuum.store.models import LlmCall

@@ -29,8 +29,8 @@ from typing import Any, Literal
 from sqlalchemy import insert, text
 from sqlalchemy.orm import Session as DbSession
 
-from continuum.capture.text import normalize_for_key
-from continuum.security.envelope import read_optional, read_text
+from continuum.domain.text import normalize_for_key
+from continuum.sealing.envelope import read_optional, read_text
 from continuum.store.models import MemoryLog
 
 Verdict = Literal[

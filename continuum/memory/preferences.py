@@ -14,7 +14,7 @@ from typing import Any
 
 from sqlalchemy import func, or_, select
 
-from continuum.capture.text import snake
+from continuum.domain.text import snake
 from continuum.memory.writer import WriteContext, explicit_candidate, store_memories
 from continuum.store.engine import session_scope
 from continuum.store.models import Memory

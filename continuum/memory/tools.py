@@ -26,9 +26,9 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 from sqlalchemy import func, or_, select, update
 from sqlalchemy.orm import Session as DbSession
 
-from continuum.capture.kinds import MemoryKind, kind_literal, kind_names
-from continuum.capture.models import Provenance
-from continuum.capture.text import find_time_expression, snake
+from continuum.domain.kinds import MemoryKind, kind_literal, kind_names
+from continuum.domain.memory import Provenance
+from continuum.domain.text import find_time_expression, snake
 from continuum.memory.writer import (
     WriteContext,
     explicit_candidate,

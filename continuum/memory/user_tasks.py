@@ -19,10 +19,10 @@ from typing import Any, Literal, get_args
 from sqlalchemy import Select, Text, cast, or_, select, text
 from sqlalchemy.orm import Session as DbSession
 
-from continuum.capture.kinds import kind_names
 from continuum.capture.summarize import Said, restates
-from continuum.capture.text import find_time_expression
-from continuum.security.envelope import read_text, seal, seal_optional
+from continuum.domain.kinds import kind_names
+from continuum.domain.text import find_time_expression
+from continuum.sealing.envelope import read_text, seal, seal_optional
 from continuum.store.bulk import insert_rows
 from continuum.store.engine import session_scope
 from continuum.store.models import UserTask

@@ -22,16 +22,16 @@ from typing import Any
 
 from sqlalchemy.orm import Session as DbSession
 
-from continuum.capture.kinds import KIND_SPECS, MemoryKind
-from continuum.capture.models import MAX_CONTENT_CHARS, Claim, MemoryCandidate, Provenance
-from continuum.capture.text import clip
 from continuum.capture.topics import topic_slug
 from continuum.config import get_settings
+from continuum.domain.kinds import KIND_SPECS, MemoryKind
+from continuum.domain.memory import MAX_CONTENT_CHARS, Claim, MemoryCandidate, Provenance
+from continuum.domain.text import clip
 from continuum.memory.claims import claim_lock_key, lock_claims, resolve_claims
 from continuum.memory.user_tasks import tasks_from_memories
-from continuum.security.envelope import seal, seal_details
-from continuum.security.terms import keyed_lexemes, stored_tags, terms_for
-from continuum.security.tombstones import guard_users
+from continuum.sealing.envelope import seal, seal_details
+from continuum.sealing.terms import keyed_lexemes, stored_tags, terms_for
+from continuum.sealing.tombstones import guard_users
 from continuum.store.bulk import insert_ignore, insert_rows
 from continuum.store.models import Memory, MemoryLog
 

@@ -22,10 +22,10 @@ from typing import Any
 from sqlalchemy import select
 
 from continuum.capture import STORE_THRESHOLD
-from continuum.capture.models import CaptureTurn, MemoryCandidate
 from continuum.capture.topics import topic_slug
 from continuum.config import get_settings
 from continuum.contract.events import PreCompactionEvent
+from continuum.domain.memory import CaptureTurn, MemoryCandidate
 from continuum.inference.llm import LLMBadOutput, LLMOverBudget, OpenAICompatibleLLM
 from continuum.inference.prompts import chunk, takeaways
 from continuum.inference.prompts.base import numbered_lines

@@ -22,7 +22,6 @@ from sqlalchemy.exc import DataError
 from sqlalchemy.orm import Session as DbSession
 
 from continuum.capture import detect_key_moments, extract_entities, topic_slug
-from continuum.capture.models import CaptureTurn, MemoryCandidate
 from continuum.config import get_settings
 from continuum.contract.events import (
     Event,
@@ -35,18 +34,19 @@ from continuum.contract.events import (
     parse_event,
 )
 from continuum.contract.queues import INGEST_EVENTS
+from continuum.domain.memory import CaptureTurn, MemoryCandidate
 from continuum.memory.writer import WriteContext, store_candidates
-from continuum.pipeline import sessions
+from continuum.pipeline import deadletters, sessions
 from continuum.pipeline.live_chunks import LiveChunk, claim_chunks
 from continuum.pipeline.turns import from_event, from_message
-from continuum.security.envelope import seal
-from continuum.security.terms import terms_for
-from continuum.security.tombstones import guard_users
-from continuum.store import deadletter, ephemeral, metrics
+from continuum.redis_client import get_redis
+from continuum.sealing.envelope import seal
+from continuum.sealing.terms import terms_for
+from continuum.sealing.tombstones import guard_users
+from continuum.store import ephemeral, metrics
 from continuum.store.bulk import insert_ignore, insert_rows
 from continuum.store.engine import session_scope
 from continuum.store.models import Message, ProcessedEvent, Session
-from continuum.store.redis_client import get_redis
 
 
 @dataclass
@@ -83,7 +83,7 @@ def _validate(payloads: Sequence[Any], db: DbSession, task_id: str | None) -> li
             events.append(parse_event(payload, index))
         except EventError as exc:
             namespace = payload.get("namespace") if isinstance(payload, dict) else None
-            deadletter.record(
+            deadletters.record(
                 db,
                 task_name=INGEST_EVENTS,
                 task_id=task_id,
@@ -303,7 +303,7 @@ def ingest_batch(payloads: Sequence[Any], task_id: str | None = None) -> IngestR
         except DataError as exc:
             one = IngestResult(received=1, invalid=1)
             namespace = payload.get("namespace") if isinstance(payload, dict) else None
-            deadletter.record_now(
+            deadletters.record_now(
                 task_name=INGEST_EVENTS,
                 task_id=task_id,
                 payload=payload,
@@ -328,7 +328,7 @@ def _drop_forgotten(db: DbSession, events: list[Event]) -> list[Event]:
 def _ingest(payloads: Sequence[Any], task_id: str | None) -> IngestResult:
     with session_scope() as db:
         if not isinstance(payloads, list | tuple):
-            deadletter.record(
+            deadletters.record(
                 db,
                 task_name=INGEST_EVENTS,
                 task_id=task_id,

@@ -17,9 +17,9 @@ from typing import Any
 
 from sqlalchemy import select
 
-from continuum.capture.models import MemoryCandidate
 from continuum.capture.topics import topic_tags
 from continuum.config import get_settings
+from continuum.domain.memory import MemoryCandidate
 from continuum.inference.llm import LLMBadOutput, LLMOverBudget, OpenAICompatibleLLM
 from continuum.inference.prompts import summary
 from continuum.inference.prompts.base import numbered_lines

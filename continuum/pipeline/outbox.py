@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session as DbSession
 
 from continuum.config import ConfigError, get_settings
 from continuum.inference.embedding import Embedder, get_embedder
-from continuum.security.envelope import read_text
+from continuum.sealing.envelope import read_text
 from continuum.store.engine import driver_connection, session_scope
 from continuum.store.models import SystemState
 

@@ -18,11 +18,11 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session as DbSession
 
 from continuum.capture import detect_key_moments, session_snapshot, summarize_session
-from continuum.capture.kinds import KIND_SPECS
-from continuum.capture.models import CaptureTurn, MemoryCandidate, SessionSummary
 from continuum.capture.topics import Vocabulary, topic_tags
 from continuum.config import get_settings
 from continuum.contract.events import ChatMessage, PreCompactionEvent, SessionEndEvent
+from continuum.domain.kinds import KIND_SPECS
+from continuum.domain.memory import CaptureTurn, MemoryCandidate, SessionSummary
 from continuum.memory.writer import WriteContext, store_candidates
 from continuum.pipeline.turns import from_message
 from continuum.store import ephemeral

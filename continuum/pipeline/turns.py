@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from continuum.capture.models import CaptureTurn
 from continuum.contract.events import TurnEvent
+from continuum.domain.memory import CaptureTurn
 from continuum.store.models import Message
 
 

@@ -15,7 +15,7 @@ from typing import Any, TypeVarTuple
 from sqlalchemy import ARRAY, ColumnElement, Select, Text, and_, cast, func, literal, or_, select
 
 from continuum.recall.queries import MessageHit, full_text, message_hits
-from continuum.security.terms import stored_tags
+from continuum.sealing.terms import stored_tags
 from continuum.store.engine import session_scope
 from continuum.store.models import CronReport, Memory, Message, Session
 

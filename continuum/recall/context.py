@@ -39,10 +39,10 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session as DbSession
 
 from continuum.capture.due import due_label
-from continuum.capture.kinds import KINDS, ContextSection, MemoryKind, kind_names
-from continuum.capture.models import DIGEST_KINDS
-from continuum.capture.text import clip, normalize_for_key
 from continuum.capture.topics import topic_slug
+from continuum.domain.kinds import KINDS, ContextSection, MemoryKind, kind_names
+from continuum.domain.memory import DIGEST_KINDS
+from continuum.domain.text import clip, normalize_for_key
 from continuum.inference.tokenizer import count_block_tokens, count_tokens
 from continuum.memory.user_tasks import tasks_query
 from continuum.recall.search import (
@@ -57,9 +57,9 @@ from continuum.recall.search import (
     use_search_settings,
     where_sql,
 )
-from continuum.security.envelope import read_text, seal
-from continuum.security.terms import keyed_label
-from continuum.security.tombstones import UserForgotten
+from continuum.sealing.envelope import read_text, seal
+from continuum.sealing.terms import keyed_label
+from continuum.sealing.tombstones import UserForgotten
 from continuum.store.engine import session_scope
 from continuum.store.ephemeral import peek_handoff
 from continuum.store.models import MemoryLog

@@ -12,7 +12,7 @@ from sqlalchemy.dialects.postgresql import TSQUERY
 from sqlalchemy.orm import Session as DbSession
 
 from continuum.config import get_settings
-from continuum.security.terms import keyed_websearch
+from continuum.sealing.terms import keyed_websearch
 from continuum.store.engine import session_scope
 from continuum.store.models import Memory, Message, Session
 

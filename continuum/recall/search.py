@@ -24,9 +24,9 @@ from typing import Any, Literal, TypedDict, Unpack
 from sqlalchemy import text
 from sqlalchemy.orm import Session as DbSession
 
-from continuum.capture.models import DIGEST_KINDS
-from continuum.capture.text import normalize_for_key
 from continuum.config import get_settings
+from continuum.domain.memory import DIGEST_KINDS
+from continuum.domain.text import normalize_for_key
 from continuum.inference.embedding import embed_query_soon, vector_literal
 from continuum.recall.textquery import (
     MATCH_CAP,
@@ -37,8 +37,8 @@ from continuum.recall.textquery import (
     table_stats,
 )
 from continuum.recall.timeparse import TimeRange, parse_time_range, strip_phrase
-from continuum.security.envelope import read_text
-from continuum.security.terms import keyed_lexemes, stored_tags
+from continuum.sealing.envelope import read_text
+from continuum.sealing.terms import keyed_lexemes, stored_tags
 from continuum.store.engine import session_scope
 
 CANDIDATES = 50

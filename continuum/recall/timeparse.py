@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 
-from continuum.capture.text import MONTH_PATTERN, WEEKDAYS, month_number
+from continuum.domain.text import MONTH_PATTERN, WEEKDAYS, month_number
 
 _NUMBERS = {
     "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,

@@ -31,13 +31,13 @@ from pydantic import Field
 from sqlalchemy import any_, literal, select
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from continuum.api.tokens import TokenInfo, authenticate
 from continuum.config import ConfigError, get_settings
 from continuum.contract.client import EnqueueError, MemoryClient
 from continuum.contract.events import EventError
 from continuum.memory.tools import TOOLS, MemoryTools
 from continuum.recall.context import context
 from continuum.recall.search import SearchFilters, search
+from continuum.security.tokens import TokenInfo, authenticate
 from continuum.store.engine import session_scope
 from continuum.store.models import DeadLetter, Memory, Message, ProcessedEvent
 

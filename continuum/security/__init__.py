@@ -1,11 +1,9 @@
-"""Encryption at rest and provable forgetting (R47).
+"""Security operations over every table (R47), above the pipeline and the read plane:
 
-- `keys`: the key-encryption key (KEK) and the wrapped per-tenant and per-user data keys in
-  `data_keys`, unwrapped on demand and cached per process;
-- `envelope`: AES-256-GCM sealing of stored text, bound to its tenant, user and kind;
-- `terms`: keyed hashes of full-text lexemes, so an encrypted tenant's index holds no words;
 - `forget`: crypto-shredding a user, deleting their rows everywhere and proving it;
-- `rotation`: re-wrapping data keys under a new KEK, and re-encrypting rows under new data keys.
+- `rotation`: re-wrapping data keys under a new KEK, and re-encrypting rows under new data keys;
+- `tokens`: the API's bearer tokens (hashed at rest), shared by the HTTP API and MCP.
 
-See docs/security.md for the threat model.
+Sealing itself (keys, envelope, keyed terms, tombstones) is `continuum.sealing`. See
+docs/security.md for the threat model.
 """

@@ -26,11 +26,11 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session as DbSession
 
 from continuum.maintenance import memory_md_path
+from continuum.pipeline.deadletters import payload_of
 from continuum.pipeline.narrative import one_line, workspace
-from continuum.security.keys import keyring
-from continuum.security.tombstones import lock_user
+from continuum.sealing.keys import keyring
+from continuum.sealing.tombstones import lock_user
 from continuum.store import ephemeral
-from continuum.store.deadletter import payload_of
 from continuum.store.engine import session_scope
 from continuum.store.models import (
     DataKey,

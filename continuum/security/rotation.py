@@ -25,7 +25,7 @@ from sqlalchemy.dialects.postgresql import JSONB, insert
 from sqlalchemy.orm import Session as DbSession
 
 from continuum.config import ConfigError, get_settings
-from continuum.security.envelope import (
+from continuum.sealing.envelope import (
     SEALED_JSON,
     key_id_of,
     open_details,
@@ -33,7 +33,7 @@ from continuum.security.envelope import (
     seal,
     seal_details,
 )
-from continuum.security.keys import (
+from continuum.sealing.keys import (
     OWNER_TTL_S,
     current_kek,
     identity,
@@ -42,7 +42,7 @@ from continuum.security.keys import (
     unwrap,
     wrap,
 )
-from continuum.security.terms import terms_for
+from continuum.sealing.terms import terms_for
 from continuum.store.engine import session_scope
 from continuum.store.models import DataKey, Memory, Message, SystemState, UserTask
 

@@ -13,7 +13,7 @@ from kombu.transport.redis import PRIORITY_STEPS, Channel
 
 from continuum.config import get_settings
 from continuum.contract.queues import ALL_QUEUES
-from continuum.store.redis_client import get_quick_redis
+from continuum.redis_client import get_quick_redis
 
 TIMEOUT_S = 2.0
 

@@ -13,7 +13,7 @@ Every write is idempotent (sorted sets keyed by message id, scored by event time
 redelivered turn changes nothing.
 
 For an encrypted tenant (R47) topics, buffer entries and handoffs are stored sealed under the
-user's data key (`continuum.security.envelope`); buffer entries deterministically, so a
+user's data key (`continuum.sealing.envelope`); buffer entries deterministically, so a
 redelivered turn still re-adds the same member.
 """
 
@@ -29,8 +29,8 @@ from typing import Any
 
 import redis
 
-from continuum.security.envelope import open_text, seal
-from continuum.store.redis_client import get_redis
+from continuum.redis_client import get_redis
+from continuum.sealing.envelope import open_text, seal
 
 SEALED_KIND = "redis"
 

@@ -9,8 +9,8 @@ from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
 from continuum.config import ConfigError, get_settings
+from continuum.redis_client import SyncRedis
 from continuum.store.engine import get_engine
-from continuum.store.redis_client import SyncRedis
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ import logging
 
 import redis
 
-from continuum.store.redis_client import SyncRedis, get_redis
+from continuum.redis_client import SyncRedis, get_redis
 
 log = logging.getLogger(__name__)
 PREFIX = "continuum:metrics:"

@@ -33,14 +33,14 @@ TSV_MESSAGES = "to_tsvector('english'::regconfig, coalesce(content, ''))"
 TSV_MEMORIES = (
     "to_tsvector('english'::regconfig, coalesce(key, '') || ' ' || coalesce(content, ''))"
 )
-# Since 0012: an encrypted tenant's row brings its own keyed terms (`continuum.security.terms`).
+# Since 0012: an encrypted tenant's row brings its own keyed terms (`continuum.sealing.terms`).
 TSV_MESSAGES_KEYED = f"coalesce(tsv_keyed, {TSV_MESSAGES})"
 TSV_MEMORIES_KEYED = f"coalesce(tsv_keyed, {TSV_MEMORIES})"
 SEALED_PREFIX = "enc1:"
 
 
 class SealedText(TypeDecorator[str]):
-    """Text that may be stored sealed (`continuum.security.envelope`): read back as plaintext.
+    """Text that may be stored sealed (`continuum.sealing.envelope`): read back as plaintext.
     Writers seal explicitly, since sealing needs the row's tenant and user."""
 
     impl = Text
@@ -55,14 +55,14 @@ class SealedText(TypeDecorator[str]):
             return value
         # Imported on first use: the key store reads this module's tables. A damaged value
         # reads as UNREADABLE: code that writes opened text again opens it raw, strictly.
-        from continuum.security.envelope import read_text
+        from continuum.sealing.envelope import read_text
 
         return read_text(value, self.kind)
 
 
 class SealedDetails(TypeDecorator[dict[str, Any]]):
     """JSONB details whose content-bearing keys may be stored sealed under `"sealed"`
-    (`continuum.security.envelope.seal_details`): read back merged, as plaintext."""
+    (`continuum.sealing.envelope.seal_details`): read back merged, as plaintext."""
 
     impl = JSONB
     cache_ok = True
@@ -70,7 +70,7 @@ class SealedDetails(TypeDecorator[dict[str, Any]]):
     def process_result_value(self, value: Any, dialect: Any) -> Any:
         if not isinstance(value, dict) or "sealed" not in value:
             return value
-        from continuum.security.envelope import read_details  # as in SealedText
+        from continuum.sealing.envelope import read_details  # as in SealedText
 
         return read_details(value)
 
@@ -319,7 +319,7 @@ class MaintenanceRun(Base):
 
 
 class DataKey(Base):
-    """A data key of a tenant (`user_id` NULL) or user, wrapped by a KEK (`continuum.security.keys`);
+    """A data key of a tenant (`user_id` NULL) or user, wrapped by a KEK (`continuum.sealing.keys`);
     `wrapped` is NULL once destroyed (crypto-shredded), `retired_at` set once superseded."""
 
     __tablename__ = "data_keys"

@@ -14,10 +14,10 @@ from sqlalchemy import func, or_
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session as DbSession
 
+from continuum.domain.storable import clean_text
 from continuum.recall import browse
 from continuum.recall.browse import Window
 from continuum.store.models import CronReport as CronReportRow
-from continuum.store.storable import clean_text
 from continuum.transcripts import CronReport
 
 

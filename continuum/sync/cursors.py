@@ -19,9 +19,9 @@ from pydantic import ValidationError
 from sqlalchemy import select, text
 from sqlalchemy.orm import Session as DbSession
 
+from continuum.domain.storable import clean_json
 from continuum.store.bulk import insert_rows
 from continuum.store.models import TranscriptCursor
-from continuum.store.storable import clean_json
 from continuum.transcripts import SessionContext
 
 HEAD_BYTES = 4096

@@ -26,8 +26,8 @@ from redis.lock import Lock
 from sqlalchemy.exc import DBAPIError, StatementError
 
 from continuum.config import get_settings
+from continuum.redis_client import get_quick_redis
 from continuum.store.engine import session_scope
-from continuum.store.redis_client import get_quick_redis
 from continuum.sync import cursors, ending, feed, problems
 from continuum.sync.sources import (
     DEFAULT_BATCH_LINES,

@@ -23,8 +23,8 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.sql.elements import ColumnElement
 
+from continuum.domain.storable import clean_text
 from continuum.store.models import SyncProblem
-from continuum.store.storable import clean_text
 
 WHOLE_SOURCE = "file"
 

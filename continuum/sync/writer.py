@@ -26,12 +26,12 @@ import psycopg
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session as DbSession
 
-from continuum.security.envelope import COMPACTION_KIND, seal, seal_json
-from continuum.security.terms import terms_for
+from continuum.domain.storable import clean_json, clean_text, json_text
+from continuum.sealing.envelope import COMPACTION_KIND, seal, seal_json
+from continuum.sealing.terms import terms_for
 from continuum.store.bulk import insert_rows
 from continuum.store.engine import driver_connection
 from continuum.store.models import Session
-from continuum.store.storable import clean_json, clean_text, json_text
 from continuum.transcripts import Compaction, TranscriptMessage
 
 STAGE = "continuum_sync_stage"

@@ -12,8 +12,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from continuum.api import create_app
-from continuum.api.tokens import create_token, revoke_token
-from continuum.capture.kinds import KINDS
+from continuum.domain.kinds import KINDS
+from continuum.security.tokens import create_token, revoke_token
 from continuum.sync import sync
 from tests.browser.seed import seed
 from tests.support.events import turn

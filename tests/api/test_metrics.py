@@ -13,8 +13,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from continuum.api import create_app
 from continuum.contract.queues import ALL_QUEUES, EMBED
-from continuum.store import deadletter, metrics
-from continuum.store.redis_client import get_redis
+from continuum.pipeline import deadletters
+from continuum.redis_client import get_redis
+from continuum.store import metrics
 from continuum.sync import sync
 from tests.sync.test_fidelity import ADVERSARIAL
 
@@ -58,7 +59,7 @@ def test_queue_depth_counts_every_priority_list(
 
 
 def test_dead_letters_and_pipeline_counters(api: TestClient) -> None:
-    deadletter.record_now(task_name="continuum.ingest_events", payload={}, reason="bad input")
+    deadletters.record_now(task_name="continuum.ingest_events", payload={}, reason="bad input")
     metrics.incr(metrics.MEMORIES_STORED, 3)
     metrics.incr(metrics.LLM_FALLBACKS)
     samples = scrape(api)

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from continuum.api.tokens import create_token
-from continuum.capture.kinds import KINDS
+from continuum.domain.kinds import KINDS
+from continuum.security.tokens import create_token
 from continuum.sync import sync
 from tests.browser.conftest import ARTIFACTS
 from tests.browser.seed import seed

@@ -17,7 +17,7 @@ from continuum.capture import (
     session_snapshot,
     summarize_session,
 )
-from continuum.capture.text import third_person
+from continuum.domain.text import third_person
 
 VOICE_START = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
 DISCORD_START = datetime(2025, 3, 4, 14, 0, tzinfo=UTC)

@@ -13,7 +13,7 @@ from continuum.capture.filters import (
     strip_pasted,
     triage,
 )
-from continuum.capture.models import CaptureTurn
+from continuum.domain.memory import CaptureTurn
 
 
 def _turn(content: str, source: str = "user") -> CaptureTurn:

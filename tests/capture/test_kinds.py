@@ -12,7 +12,7 @@ import pytest
 from pydantic import ValidationError
 
 from continuum.api.routes.ui import STATIC_DIR
-from continuum.capture.kinds import (
+from continuum.domain.kinds import (
     KIND_SPECS,
     KINDS,
     ContextSection,
@@ -21,7 +21,7 @@ from continuum.capture.kinds import (
     MemoryMdSection,
     kind_names,
 )
-from continuum.capture.models import MemoryCandidate
+from continuum.domain.memory import MemoryCandidate
 from continuum.inference.prompts.chunk import LLMMemory
 from continuum.maintenance import KIND_PARAMS, MD_SECTIONS, MaintenanceConfig
 from continuum.memory.tools import StoreMemoryArgs, tool_definitions

@@ -8,7 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from continuum.capture import CaptureTurn, detect_key_moments
-from continuum.capture.models import MemoryCandidate
+from continuum.domain.memory import MemoryCandidate
 
 
 def _decision(message_id: str = "d4", content: str = "Let's use Postgres for the event store."):

@@ -7,8 +7,8 @@ from typing import Any
 
 from typer.testing import CliRunner
 
-from continuum.api.tokens import authenticate, hash_token, list_tokens
 from continuum.cli.api import tokens_app
+from continuum.security.tokens import authenticate, hash_token, list_tokens
 
 runner = CliRunner()
 

@@ -253,8 +253,8 @@ def test_every_door_refuses_the_bad_event_naming_it(servers: Any, client: Any) -
     from typer.testing import CliRunner
 
     from continuum.api import create_app
-    from continuum.api.tokens import create_token
     from continuum.cli.main import app as cli
+    from continuum.security.tokens import create_token
 
     token, _ = create_token(["pearl"])
     headers = {"Authorization": f"Bearer {token}"}
@@ -279,7 +279,7 @@ def test_input_nested_past_the_parser_is_a_clear_error(servers: Any, client: Any
     from fastapi.testclient import TestClient
 
     from continuum.api import create_app
-    from continuum.api.tokens import create_token
+    from continuum.security.tokens import create_token
 
     token, _ = create_token(["pearl"])
     deep = "[" * 100_000 + "]" * 100_000

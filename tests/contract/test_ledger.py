@@ -11,9 +11,9 @@ import pytest
 from sqlalchemy import func, select
 
 from continuum.contract import ledger
+from continuum.redis_client import get_broker_redis
 from continuum.store.engine import session_scope
 from continuum.store.models import Message
-from continuum.store.redis_client import get_broker_redis
 from tests.support.events import turn
 from tests.support.wait import wait_for
 
@@ -47,14 +47,14 @@ def test_a_lost_batch_is_resent_once(db: Any, worker: Any, client: Any) -> None:
 def test_processed_and_dead_lettered_batches_are_only_settled(
     db: Any, worker: Any, client: Any
 ) -> None:
-    from continuum.store import deadletter
+    from continuum.pipeline import deadletters
 
     broker = get_broker_redis()
     done = turn("Already stored message", message_id="d1")
     client.emit(done)
     wait_for(lambda: messages() == 1)
     ledger.record(broker, "batch-done", [done])
-    deadletter.record_now(task_name="continuum.ingest_events", task_id="batch-dead",
+    deadletters.record_now(task_name="continuum.ingest_events", task_id="batch-dead",
                           payload={}, reason="max_deliveries_exceeded")  # fmt: skip
     ledger.record(broker, "batch-dead", [turn("poison", message_id="p1")])
     sent: list[Any] = []

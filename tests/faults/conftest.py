@@ -24,7 +24,7 @@ def _empty_broker(servers: dict[str, str]) -> None:
     (the default suite's, or a scenario that timed out) would otherwise reach this one's
     workers. Kombu's exchange bindings stay."""
     from continuum.contract import ledger
-    from continuum.store.redis_client import get_broker_redis
+    from continuum.redis_client import get_broker_redis
 
     broker = get_broker_redis()
     queues = [

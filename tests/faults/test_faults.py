@@ -19,8 +19,8 @@ from sqlalchemy import text
 from continuum.contract import ledger
 from continuum.contract.client import MemoryClient
 from continuum.dev.embedded import EmbeddedServers
+from continuum.redis_client import get_broker_redis, get_redis
 from continuum.store.engine import session_scope
-from continuum.store.redis_client import get_broker_redis, get_redis
 from tests.conftest import TEST_HOME
 from tests.faults.conftest import FAULT_QUEUE, kill
 from tests.support.events import turn
@@ -203,10 +203,10 @@ def test_a_redis_outage_has_documented_bounds(
     from what it can reach; all work again when Redis is back."""
     from fastapi.testclient import TestClient
 
+    from continuum import redis_client
     from continuum.api import create_app
-    from continuum.api.tokens import create_token
     from continuum.contract.client import EnqueueError
-    from continuum.store import redis_client
+    from continuum.security.tokens import create_token
 
     monkeypatch.setattr(redis_client, "_worker_process", False)  # this test is a producer
     monkeypatch.setattr(redis_client, "_clients", {})

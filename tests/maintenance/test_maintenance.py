@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from sqlalchemy import select, text
 
-from continuum.capture.kinds import KINDS
+from continuum.domain.kinds import KINDS
 from continuum.inference.embedding import vector_literal
 from continuum.maintenance import (
     LOCK_KEY,
@@ -22,9 +22,9 @@ from continuum.maintenance import (
     render_memory_md,
 )
 from continuum.memory.tools import MemoryTools
+from continuum.redis_client import get_redis
 from continuum.store.engine import session_scope
 from continuum.store.models import Memory, MemoryLog, UserTask
-from continuum.store.redis_client import get_redis
 
 NOW = datetime(2026, 11, 25, 3, 0, tzinfo=UTC)  # a Wednesday: ISO week 2026-W48
 DIM = 384

@@ -9,7 +9,7 @@ from typing import Any
 
 from sqlalchemy import select, text
 
-from continuum.capture.models import Claim, MemoryCandidate
+from continuum.domain.memory import Claim, MemoryCandidate
 from continuum.memory.claims import conflicts
 from continuum.memory.writer import WriteContext, store_candidates
 from continuum.pipeline.ingest import ingest_batch

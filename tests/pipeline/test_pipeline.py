@@ -11,9 +11,9 @@ from sqlalchemy import func, select
 
 from continuum.contract.events import EventError
 from continuum.recall.queries import list_sessions, search_messages
+from continuum.redis_client import get_redis
 from continuum.store.engine import session_scope
 from continuum.store.models import DeadLetter, Memory, Message, ProcessedEvent, Session
-from continuum.store.redis_client import get_redis
 from tests.support.events import session_end, turn
 from tests.support.wait import wait_for
 

@@ -9,8 +9,8 @@ from typing import Any
 
 from sqlalchemy import select, text
 
-from continuum.capture.kinds import kind_names
 from continuum.contract.events import SessionEndEvent, parse_event
+from continuum.domain.kinds import kind_names
 from continuum.pipeline import narrative
 from continuum.pipeline.ingest import ingest_batch
 from continuum.pipeline.sessions import finish_session, snapshot_idle, sweep_idle

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from sqlalchemy import select, text
 
-from continuum.capture.kinds import KINDS
-from continuum.capture.models import MemoryCandidate
 from continuum.contract.events import SessionEndEvent
+from continuum.domain.kinds import KINDS
+from continuum.domain.memory import MemoryCandidate
 from continuum.inference.tokenizer import count_tokens
 from continuum.memory.writer import WriteContext, store_candidates
 from continuum.pipeline.ingest import ingest_batch

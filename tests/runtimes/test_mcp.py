@@ -130,7 +130,7 @@ async def _http(url: str, token: str) -> AsyncIterator[Client]:
 
 
 def test_http_tenant_isolation_by_bearer_token(db: Any, worker: Any, http_server: str) -> None:
-    from continuum.api.tokens import create_token
+    from continuum.security.tokens import create_token
 
     token_a, _ = create_token(["mcp-a"])
     token_b, _ = create_token(["mcp-b"])

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from sqlalchemy.engine import make_url
 
-from continuum.store.redis_client import get_redis
+from continuum.redis_client import get_redis
 
 
 def database_dump(database_url: str) -> bytes:

@@ -12,8 +12,8 @@ from sqlalchemy import func, select
 from typer.testing import CliRunner
 
 from continuum.cli.main import app
+from continuum.pipeline.deadletters import payload_of
 from continuum.pipeline.ingest import ingest_batch
-from continuum.store.deadletter import payload_of
 from continuum.store.engine import session_scope
 from continuum.store.models import DeadLetter, Memory, Message, ProcessedEvent, UserTask
 from tests.support.events import session_end, turn
@@ -198,7 +198,7 @@ def test_a_damaged_sealed_row_reads_as_unreadable_and_breaks_no_read(
     from continuum.pipeline.outbox import embed_pending, pending_counts
     from continuum.recall.context import context
     from continuum.recall.search import SearchFilters, search
-    from continuum.security.envelope import UNREADABLE, seal
+    from continuum.sealing.envelope import UNREADABLE, seal
 
     fine = "The copper kettle is in the attic."
     contents = [
@@ -231,7 +231,7 @@ def test_a_damaged_sealed_row_loaded_whole_reads_as_unreadable_and_can_be_forgot
 
     from continuum.memory.tools import MemoryTools
     from continuum.recall.browse import MessageFilters, Window, messages
-    from continuum.security.envelope import UNREADABLE, open_compactions, seal
+    from continuum.sealing.envelope import UNREADABLE, open_compactions, seal
 
     moved = seal(encrypted, "jason", "messages.content", "The kettle is in the attic.")
     with session_scope() as s:
@@ -281,7 +281,7 @@ def test_a_damaged_claim_in_force_neither_blocks_a_new_value_nor_the_conflict_li
 
     from continuum.memory.claims import conflicts
     from continuum.memory.tools import MemoryTools
-    from continuum.security.envelope import UNREADABLE, seal
+    from continuum.sealing.envelope import UNREADABLE, seal
 
     user = MemoryTools(encrypted, user_id="jason", provenance="user_explicit")
     first = user.store_memory(memory_type="fact", key="home_city", value="Leeds")["memoryId"]
@@ -311,7 +311,7 @@ def test_maintenance_leaves_a_damaged_memory_as_it_is_and_compresses_the_rest(
     from sqlalchemy import text
 
     from continuum.maintenance import maintain, memory_md_path
-    from continuum.security.envelope import UNREADABLE, seal
+    from continuum.sealing.envelope import UNREADABLE, seal
 
     settings_env(workspace_dir=tmp_path)
     now = datetime(2026, 3, 2, 12, tzinfo=UTC)

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from continuum.config import ConfigError
-from continuum.security.envelope import SealBroken, open_text, seal, seal_with
-from continuum.security.keys import current_kek, keyring
-from continuum.security.terms import keyed_lexemes
+from continuum.sealing.envelope import SealBroken, open_text, seal, seal_with
+from continuum.sealing.keys import current_kek, keyring
+from continuum.sealing.terms import keyed_lexemes
 
 
 def test_a_sealed_value_opens_only_as_what_it_was_sealed_as(db: Any, encrypted: str) -> None:
@@ -49,7 +49,7 @@ def test_a_malformed_key_is_a_configuration_error(settings_env: Callable[..., No
 def test_a_value_under_a_destroyed_key_reads_as_forgotten(db: Any, encrypted: str) -> None:
     from sqlalchemy import update
 
-    from continuum.security.envelope import FORGOTTEN
+    from continuum.sealing.envelope import FORGOTTEN
     from continuum.store.engine import session_scope
     from continuum.store.models import DataKey
 
@@ -63,7 +63,7 @@ def test_a_value_under_a_destroyed_key_reads_as_forgotten(db: Any, encrypted: st
 def test_json_under_a_destroyed_key_reads_as_null(db: Any, encrypted: str) -> None:
     from sqlalchemy import update
 
-    from continuum.security.envelope import open_json, seal_json
+    from continuum.sealing.envelope import open_json, seal_json
     from continuum.store.engine import session_scope
     from continuum.store.models import DataKey
 

@@ -22,10 +22,10 @@ from continuum.maintenance import memory_md_path, write_memory_md
 from continuum.pipeline.ingest import _insert_turns, ingest_batch
 from continuum.recall.context import context
 from continuum.recall.search import SearchFilters, search
-from continuum.security.tombstones import guard_users
+from continuum.redis_client import get_redis
+from continuum.sealing.tombstones import guard_users
 from continuum.store.engine import session_scope
 from continuum.store.models import DataKey, DeadLetter, Memory, Message, ProcessedEvent
-from continuum.store.redis_client import get_redis
 from tests.support.events import session_end, turn
 from tests.support.wait import wait_for
 
@@ -144,7 +144,7 @@ def test_forget_over_http_answers_the_report_and_leaves_a_tombstone(
     from fastapi.testclient import TestClient
 
     from continuum.api.app import create_app
-    from continuum.api.tokens import create_token
+    from continuum.security.tokens import create_token
     from continuum.store.models import ForgetTombstone
 
     ingest_batch([_jason("The spare key is under the mat.", 0), _jason("Bye.", 3, user_id="ana")])

@@ -17,8 +17,8 @@ from continuum.cli.main import app
 from continuum.config import ConfigError
 from continuum.pipeline.ingest import ingest_batch
 from continuum.recall.queries import search_messages
-from continuum.security.envelope import key_id_of, seal_with
-from continuum.security.keys import KeyUnavailable, keyring
+from continuum.sealing.envelope import key_id_of, seal_with
+from continuum.sealing.keys import KeyUnavailable, keyring
 from continuum.store.engine import session_scope
 from continuum.store.models import DataKey
 from tests.security.conftest import ENCRYPTED, KEK

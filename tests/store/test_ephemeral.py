@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from continuum.redis_client import get_redis
 from continuum.store import ephemeral
-from continuum.store.redis_client import get_redis
 from tests.support.events import T0
 
 

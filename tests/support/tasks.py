@@ -7,7 +7,7 @@ import signal
 
 from sqlalchemy.exc import OperationalError
 
-from continuum.store.redis_client import get_redis
+from continuum.redis_client import get_redis
 from workers.app import app
 from workers.base import ReliableTask
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from continuum.contract.queues import EXTRACT_CHUNK
-from continuum.store.storable import clean_json, clean_text, json_text
+from continuum.domain.storable import clean_json, clean_text, json_text
 from continuum.sync import namespace_for, view_names
 from continuum.sync.feed import feed_capture
 from continuum.sync.summary import MAX_ERROR_SAMPLES, SyncSummary

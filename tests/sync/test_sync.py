@@ -16,9 +16,9 @@ import pytest
 from sqlalchemy import func, select, text
 
 from continuum.contract.queues import EXTRACT_CHUNK, FINISH_SESSION
+from continuum.redis_client import get_redis
 from continuum.store.engine import session_scope
 from continuum.store.models import Message, Session, TranscriptCursor
-from continuum.store.redis_client import get_redis
 from continuum.sync import SyncProgress, cursors, namespace_for, sync
 from continuum.sync.engine import LOCK_NAME, _bytes_to_read
 from continuum.sync.sources import Options, SourceReport, sync_jsonl

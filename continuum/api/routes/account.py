@@ -8,7 +8,7 @@ from fastapi import APIRouter, Depends
 from pydantic import BaseModel
 
 from continuum.api.auth import current_token
-from continuum.api.tokens import TokenInfo
+from continuum.security.tokens import TokenInfo
 
 router = APIRouter(prefix="/v1", tags=["account"])
 

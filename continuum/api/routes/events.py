@@ -15,9 +15,9 @@ from pydantic import BaseModel, TypeAdapter
 
 from continuum.api.auth import current_token
 from continuum.api.errors import detail, event_error, field_error
-from continuum.api.tokens import TokenInfo
 from continuum.contract.client import EnqueueError, MemoryClient
 from continuum.contract.events import Event, EventError
+from continuum.security.tokens import TokenInfo
 
 router = APIRouter(prefix="/v1", tags=["events"])
 EVENT_SCHEMA_TEMPLATE = "#/components/schemas/{model}"

@@ -12,7 +12,7 @@ from continuum.api.auth import ScopeDep, current_token
 from continuum.api.pagination import Page
 from continuum.api.params import ListingDep
 from continuum.api.schemas import MemoryOut
-from continuum.capture.kinds import KINDS
+from continuum.domain.kinds import KINDS
 from continuum.recall import browse
 
 router = APIRouter(prefix="/v1/memories", tags=["memories"])

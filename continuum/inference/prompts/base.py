@@ -14,7 +14,7 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
-from continuum.capture.models import CaptureTurn
+from continuum.domain.memory import CaptureTurn
 
 T = TypeVar("T", bound=BaseModel)
 MAX_LINE_CHARS = 2000

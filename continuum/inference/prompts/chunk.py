@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
-from continuum.capture.kinds import MemoryKind, kind_literal, kind_names
+from continuum.domain.kinds import MemoryKind, kind_literal, kind_names
 from continuum.inference.prompts.base import Prompt
 
 if TYPE_CHECKING:

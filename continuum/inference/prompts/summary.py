@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
-from continuum.capture.models import Sentiment
+from continuum.domain.memory import Sentiment
 from continuum.inference.prompts.base import Prompt
 
 Item = Annotated[str, Field(min_length=3, max_length=300)]

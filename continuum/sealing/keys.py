@@ -23,7 +23,7 @@ from sqlalchemy import select, text
 from sqlalchemy.orm import Session as DbSession
 
 from continuum.config import ConfigError, get_settings
-from continuum.security.tombstones import UserForgotten, forgotten_users
+from continuum.sealing.tombstones import UserForgotten, forgotten_users
 from continuum.store.engine import session_scope
 from continuum.store.models import DataKey
 

@@ -9,8 +9,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from continuum.capture.kinds import MemoryKind, kind_names
-from continuum.capture.text import normalize_for_key
+from continuum.domain.kinds import MemoryKind, kind_names
+from continuum.domain.text import normalize_for_key
 
 Role = Literal["user", "assistant"]
 ContentSource = Literal["user", "tool", "system"]

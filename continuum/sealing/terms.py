@@ -19,7 +19,7 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session as DbSession
 
 from continuum.config import get_settings
-from continuum.security.keys import keyring
+from continuum.sealing.keys import keyring
 
 TERM_BYTES = 8
 TOPIC_TAG = "topic:"

@@ -33,7 +33,7 @@ from typing import Any, TypeVar
 from cryptography.exceptions import InvalidTag
 
 from continuum.config import get_settings
-from continuum.security.keys import NONCE_BYTES, DataKeyRef, KeyDestroyed, keyring
+from continuum.sealing.keys import NONCE_BYTES, DataKeyRef, KeyDestroyed, keyring
 from continuum.store.models import SEALED_PREFIX
 
 T = TypeVar("T")

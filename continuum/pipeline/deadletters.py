@@ -13,7 +13,8 @@ from sqlalchemy import insert
 from sqlalchemy.orm import Session
 
 from continuum.config import get_settings
-from continuum.security.envelope import (
+from continuum.domain.storable import escape_text, escaped_json
+from continuum.sealing.envelope import (
     SEALED_JSON,
     open_optional,
     open_sealed_json,
@@ -22,7 +23,6 @@ from continuum.security.envelope import (
 )
 from continuum.store.engine import session_scope
 from continuum.store.models import DeadLetter
-from continuum.store.storable import escape_text, escaped_json
 
 
 def record(
