@@ -27,7 +27,7 @@ def sessions(namespace: str = NamespaceOption, as_json: bool = JsonOption) -> No
     """Active sessions across channels (registry, last hour), with their current topic."""
     from rich.table import Table
 
-    from continuum.store.ephemeral import active_sessions
+    from continuum.ephemeral.sessions import active_sessions
 
     active = active_sessions(namespace)
     if as_json:
@@ -46,7 +46,7 @@ def topic(
     namespace: str = NamespaceOption, channel: str = ChannelOption, as_json: bool = JsonOption
 ) -> None:
     """Current topic per active channel (or of one channel)."""
-    from continuum.store.ephemeral import topics
+    from continuum.ephemeral.sessions import topics
 
     found = topics(namespace)
     if channel:
@@ -67,7 +67,7 @@ def handoff_send(
     summary: str = typer.Option(..., "--summary", help="What the next channel should know."),
 ) -> None:
     """Announce that a user is switching channels."""
-    from continuum.store.ephemeral import send_handoff
+    from continuum.ephemeral.handoff import send_handoff
 
     print_json(send_handoff(namespace, user_id, from_channel, to_channel, summary))
 
@@ -79,7 +79,7 @@ def handoff_check(
     peek: bool = typer.Option(False, "--peek", help="Look without consuming."),
 ) -> None:
     """Take the pending handoff for a user (once); exit 1 when there is none."""
-    from continuum.store.ephemeral import consume_handoff, peek_handoff
+    from continuum.ephemeral.handoff import consume_handoff, peek_handoff
 
     found = peek_handoff(namespace, user_id) if peek else consume_handoff(namespace, user_id)
     if found is None:

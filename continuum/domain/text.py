@@ -1,4 +1,4 @@
-"""Small text helpers shared by the capture modules: cleaning, sentences, clipping,
+"""Small text helpers shared by every layer: one line, cleaning, sentences, clipping,
 third-person rewriting, number words, time expressions and the calendar's words (month and
 weekday names, read by `capture.due` and `recall.timeparse` too)."""
 
@@ -12,7 +12,6 @@ def word_set(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
-_WS = re.compile(r"\s+")
 _ABBREVIATIONS = ("Dr", "Mr", "Mrs", "Ms", "St", "vs", "e.g", "i.e", "etc")
 _SENTENCE_END = re.compile(
     r"(?<=[.!?])"
@@ -122,9 +121,15 @@ _SECOND_PERSON = [
 ]
 
 
+def one_line(text: str) -> str:
+    """`text` with every run of whitespace (newlines included) as one space: nothing a
+    producer sends can start a line of its own where it is written."""
+    return " ".join(text.split())
+
+
 def clean(text: str) -> str:
     """Straighten quotes and collapse whitespace."""
-    return _WS.sub(" ", text.translate(_QUOTES)).strip()
+    return one_line(text.translate(_QUOTES))
 
 
 def normalize_for_key(text: str) -> str:

@@ -29,6 +29,7 @@ from sqlalchemy.orm import Session as DbSession
 from continuum.domain.kinds import MemoryKind, kind_literal, kind_names
 from continuum.domain.memory import Provenance
 from continuum.domain.text import find_time_expression, snake
+from continuum.ephemeral.notify import notify_memory_changed
 from continuum.memory.writer import (
     WriteContext,
     explicit_candidate,
@@ -36,7 +37,6 @@ from continuum.memory.writer import (
     stored_idempotency_key,
 )
 from continuum.store.engine import session_scope
-from continuum.store.ephemeral import notify_memory_changed
 from continuum.store.models import Memory, MemoryLog
 
 log = logging.getLogger(__name__)

@@ -26,6 +26,7 @@ from continuum.capture.topics import topic_slug
 from continuum.config import get_settings
 from continuum.contract.events import PreCompactionEvent
 from continuum.domain.memory import CaptureTurn, MemoryCandidate
+from continuum.ephemeral.turns import stored_keys
 from continuum.inference.llm import LLMBadOutput, LLMOverBudget, OpenAICompatibleLLM
 from continuum.inference.prompts import chunk, takeaways
 from continuum.inference.prompts.base import numbered_lines
@@ -37,7 +38,7 @@ from continuum.pipeline.sessions import (
     session_turns,
 )
 from continuum.pipeline.turns import from_message
-from continuum.store import ephemeral, metrics
+from continuum.store import metrics
 from continuum.store.engine import session_scope
 from continuum.store.models import Message, Session
 
@@ -132,7 +133,7 @@ def _not_captured(
     """The candidates deterministic capture has not stored during the session."""
     with session_scope() as db:
         captured = captured_sources(db, namespace, session_id)
-    taken = ephemeral.stored_keys(namespace, session_id)
+    taken = stored_keys(namespace, session_id)
     return [
         c
         for c in candidates

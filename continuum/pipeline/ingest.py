@@ -35,6 +35,7 @@ from continuum.contract.events import (
 )
 from continuum.contract.queues import INGEST_EVENTS
 from continuum.domain.memory import CaptureTurn, MemoryCandidate
+from continuum.ephemeral.turns import LiveTurn, add_stored_keys, record_turns
 from continuum.memory.writer import WriteContext, store_candidates
 from continuum.pipeline import deadletters, sessions
 from continuum.pipeline.live_chunks import LiveChunk, claim_chunks
@@ -43,7 +44,7 @@ from continuum.redis_client import get_redis
 from continuum.sealing.envelope import seal
 from continuum.sealing.terms import terms_for
 from continuum.sealing.tombstones import guard_users
-from continuum.store import ephemeral, metrics
+from continuum.store import metrics
 from continuum.store.bulk import insert_ignore, insert_rows
 from continuum.store.engine import session_scope
 from continuum.store.models import Message, ProcessedEvent, Session
@@ -266,9 +267,9 @@ def _record_ephemeral(
     pipe = get_redis().pipeline(transaction=False)
     for ctx, candidate in captured:
         if candidate.key and ctx.session_id:
-            ephemeral.add_stored_keys(ctx.namespace, ctx.session_id, [candidate.key], pipe=pipe)
+            add_stored_keys(ctx.namespace, ctx.session_id, [candidate.key], pipe=pipe)
     turns = [
-        ephemeral.LiveTurn(
+        LiveTurn(
             namespace=event.namespace,
             session_id=event.session_id,
             channel=event.channel,
@@ -282,7 +283,7 @@ def _record_ephemeral(
         )
         for event in events
     ]
-    ephemeral.record_turns(turns, pipe=pipe)
+    record_turns(turns, pipe=pipe)
     pipe.execute()
 
 

@@ -18,18 +18,13 @@ from datetime import datetime
 from pathlib import Path
 
 from continuum.config import get_settings
+from continuum.domain.text import one_line
 
 TAIL_BYTES = 64 * 1024  # how far back a duplicate entry is looked for
 
 
 def workspace(namespace: str) -> Path:
     return get_settings().workspace_dir / namespace
-
-
-def one_line(text: str) -> str:
-    """`text` with every run of whitespace (newlines included) as one space: nothing a
-    producer sends can start a line of its own in a workspace file."""
-    return " ".join(text.split())
 
 
 def activity_line(at: datetime, channel: str, summary: str) -> str:

@@ -23,9 +23,11 @@ from continuum.config import get_settings
 from continuum.contract.events import ChatMessage, PreCompactionEvent, SessionEndEvent
 from continuum.domain.kinds import KIND_SPECS
 from continuum.domain.memory import CaptureTurn, MemoryCandidate, SessionSummary
+from continuum.ephemeral.notify import notify_memory_changed
+from continuum.ephemeral.sessions import idle_sessions, take_idle
+from continuum.ephemeral.turns import add_stored_keys, clear_session, stored_keys, transcript
 from continuum.memory.writer import WriteContext, store_candidates
 from continuum.pipeline.turns import from_message
-from continuum.store import ephemeral
 from continuum.store.engine import session_scope
 from continuum.store.models import Memory, Message, Session
 
@@ -54,7 +56,7 @@ def session_turns(
                 session_id=session_id,
                 channel=channel,
             )
-            for turn in ephemeral.transcript(namespace, session_id)
+            for turn in transcript(namespace, session_id)
             if turn.speaker in ("user", "assistant")
             and (after is None or datetime.fromisoformat(turn.timestamp) > after)
         ]
@@ -108,14 +110,14 @@ def snapshot_idle(db: DbSession, namespace: str, session_id: str) -> int | None:
 def sweep_idle(idle_ms: int | None = None) -> list[int]:
     """Server-side idle detection: snapshot every session idle for longer than `idle_ms`."""
     stored = []
-    for idle in ephemeral.idle_sessions(idle_ms or get_settings().idle_ms):
-        if not ephemeral.take_idle(idle):
+    for idle in idle_sessions(idle_ms or get_settings().idle_ms):
+        if not take_idle(idle):
             continue  # a newer turn arrived meanwhile
         with session_scope() as db:
             memory_id = snapshot_idle(db, idle.namespace, idle.session_id)
         if memory_id is not None:
             stored.append(memory_id)
-            ephemeral.notify_memory_changed(idle.namespace, idle.session_id, [memory_id], "idle")
+            notify_memory_changed(idle.namespace, idle.session_id, [memory_id], "idle")
     return stored
 
 
@@ -170,9 +172,7 @@ def pre_compaction_dump(db: DbSession, event: PreCompactionEvent) -> list[int]:
     if snapshot is not None:
         candidates.append(snapshot)
     ctx = WriteContext(event.namespace, event.session_id, event.user_id, event.channel, event.ts)
-    ephemeral.add_stored_keys(
-        event.namespace, event.session_id, [c.key for c in candidates if c.key]
-    )
+    add_stored_keys(event.namespace, event.session_id, [c.key for c in candidates if c.key])
     return store_candidates(db, [(ctx, c) for c in candidates])
 
 
@@ -278,9 +278,9 @@ def finish_session(end: SessionEndEvent, waited_s: float = 0.0) -> SessionEndRes
         if reason is None and turns:
             result = _write_session(db, session, end, turns)
         session.details = {**session.details, "finished": result.status, "reason": result.reason}
-    ephemeral.clear_session(end.namespace, end.session_id, end.channel)
+    clear_session(end.namespace, end.session_id, end.channel)
     if result.memory_ids:
-        ephemeral.notify_memory_changed(end.namespace, end.session_id, result.memory_ids, "end")
+        notify_memory_changed(end.namespace, end.session_id, result.memory_ids, "end")
     return result
 
 
@@ -293,7 +293,7 @@ def _write_session(
         db, [(ctx, _summary_candidate(summary, [t.message_id for t in turns]))]
     )
     # R45: never update existing memories here; skip keys that exist or were stored live.
-    taken = ephemeral.stored_keys(end.namespace, end.session_id)
+    taken = stored_keys(end.namespace, end.session_id)
     captured = captured_sources(db, end.namespace, end.session_id)
     candidates = [
         c

@@ -43,6 +43,7 @@ from continuum.capture.topics import topic_slug
 from continuum.domain.kinds import KINDS, ContextSection, MemoryKind, kind_names
 from continuum.domain.memory import DIGEST_KINDS
 from continuum.domain.text import clip, normalize_for_key
+from continuum.ephemeral.handoff import peek_handoff
 from continuum.inference.tokenizer import count_block_tokens, count_tokens
 from continuum.memory.user_tasks import tasks_query
 from continuum.recall.search import (
@@ -61,7 +62,6 @@ from continuum.sealing.envelope import read_text, seal
 from continuum.sealing.terms import keyed_label
 from continuum.sealing.tombstones import UserForgotten
 from continuum.store.engine import session_scope
-from continuum.store.ephemeral import peek_handoff
 from continuum.store.models import MemoryLog
 
 ItemSource = Literal["memory", "message", "task", "handoff"]

@@ -25,12 +25,13 @@ from sqlalchemy import delete, func, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session as DbSession
 
+from continuum.domain.text import one_line
+from continuum.ephemeral.erase import remove_user_state, user_state
 from continuum.maintenance import memory_md_path
 from continuum.pipeline.deadletters import payload_of
-from continuum.pipeline.narrative import one_line, workspace
+from continuum.pipeline.narrative import workspace
 from continuum.sealing.keys import keyring
 from continuum.sealing.tombstones import lock_user
-from continuum.store import ephemeral
 from continuum.store.engine import session_scope
 from continuum.store.models import (
     DataKey,
@@ -237,9 +238,9 @@ def forget_user(namespace: str, user_id: str) -> ForgetReport:
             stores[store] = StoreReport(found=len(ids), removed=len(ids))
             if store not in ("vectors", "preferences") and ids:
                 db.execute(delete(model).where(model.id.in_(ids)))
-    redis_found = ephemeral.user_state(namespace, user_id, session_ids)
+    redis_found = user_state(namespace, user_id, session_ids)
     stores["redis"] = StoreReport(
-        found=len(redis_found), removed=ephemeral.remove_user_state(namespace, redis_found)
+        found=len(redis_found), removed=remove_user_state(namespace, redis_found)
     )
     stores["workspace_files"] = StoreReport(
         found=_scan_files(namespace, mentions), removed=_rewrite_files(namespace, mentions)
@@ -247,7 +248,7 @@ def forget_user(namespace: str, user_id: str) -> ForgetReport:
     with session_scope() as db:  # the re-scan
         for store, (_, ids) in _Rows(db, namespace, user_id).scan().items():
             stores[store].remaining = len(ids)
-    stores["redis"].remaining = len(ephemeral.user_state(namespace, user_id, session_ids))
+    stores["redis"].remaining = len(user_state(namespace, user_id, session_ids))
     stores["workspace_files"].remaining = _scan_files(namespace, mentions)
     report = ForgetReport(namespace, user_id, keys, stores, datetime.now(UTC).isoformat())
     with session_scope() as db:

@@ -11,10 +11,10 @@ from sqlalchemy import select, text
 
 from continuum.contract.events import SessionEndEvent, parse_event
 from continuum.domain.kinds import kind_names
+from continuum.ephemeral.turns import transcript
 from continuum.pipeline import narrative
 from continuum.pipeline.ingest import ingest_batch
 from continuum.pipeline.sessions import finish_session, snapshot_idle, sweep_idle
-from continuum.store import ephemeral
 from continuum.store.engine import session_scope
 from continuum.store.models import Memory
 from tests.support.events import T0, session_end, turn
@@ -145,7 +145,7 @@ def test_session_end_writes_summary_narrative_and_clears_state(db: Any, tmp_path
                                                                settings_env: Any) -> None:  # fmt: skip
     settings_env(workspace_dir=str(tmp_path))
     ingest_batch(voice_turns())
-    assert ephemeral.transcript("pearl", "voice-1")
+    assert transcript("pearl", "voice-1")
     result = finish_session(end_event(message_count=4))
     assert result.status == "finished"
     summary = memories("conversation_summary")
@@ -161,7 +161,7 @@ def test_session_end_writes_summary_narrative_and_clears_state(db: Any, tmp_path
     assert len(keys) == len(set(keys))
     decisions = memories("decision")
     assert len(decisions) == 1
-    assert ephemeral.transcript("pearl", "voice-1") == []
+    assert transcript("pearl", "voice-1") == []
     assert finish_session(end_event(message_count=4)).reason == "already finished"
     assert result.narrative is not None
     narrative.record_session(**{k: result.narrative[k] for k in ("namespace", "channel", "line", "summary")},

@@ -8,8 +8,8 @@ from typing import Any
 
 from sqlalchemy import select
 
+from continuum.ephemeral.handoff import consume_handoff, send_handoff
 from continuum.recall.context import context
-from continuum.store import ephemeral
 from continuum.store.engine import session_scope
 from continuum.store.models import Memory, Session
 from tests.support.events import session_end, turn
@@ -37,7 +37,7 @@ def test_voice_decision_is_known_in_discord(
     settings_env(workspace_dir=str(tmp_path))
     for i, (role, text) in enumerate(CALL):
         client.emit(turn(text, role=role, message_id=f"v{i}", at=i * 15, session_id="voice-9"))
-    ephemeral.send_handoff("pearl", "jason", "voice", "discord", "Chose Hoffmann; drainage open.")
+    send_handoff("pearl", "jason", "voice", "discord", "Chose Hoffmann; drainage open.")
     client.emit({**session_end(session_id="voice-9", at=95), "user_id": "jason",
                  "message_count": len(CALL)})  # fmt: skip
     wait_for(lambda: finished("voice-9"), timeout=60)
@@ -61,7 +61,7 @@ def test_voice_decision_is_known_in_discord(
     assert "Hoffmann" in block and "voice" in block.lower()
     assert "drainage" in block and "handoff" in block.lower()
 
-    handoff = ephemeral.consume_handoff("pearl", "jason")
+    handoff = consume_handoff("pearl", "jason")
     assert handoff is not None and handoff["from_channel"] == "voice"
-    assert ephemeral.consume_handoff("pearl", "jason") is None  # read once
+    assert consume_handoff("pearl", "jason") is None  # read once
     assert "[voice] — Voice conversation (6 messages)" in activity.read_text()

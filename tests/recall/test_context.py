@@ -13,6 +13,7 @@ from sqlalchemy import select, text
 from continuum.contract.events import SessionEndEvent
 from continuum.domain.kinds import KINDS
 from continuum.domain.memory import MemoryCandidate
+from continuum.ephemeral.handoff import send_handoff
 from continuum.inference.tokenizer import count_tokens
 from continuum.memory.writer import WriteContext, store_candidates
 from continuum.pipeline.ingest import ingest_batch
@@ -20,7 +21,6 @@ from continuum.pipeline.outbox import embed_pending
 from continuum.pipeline.sessions import finish_session
 from continuum.recall.context import RecallConfig, context, recall_since_topic, render_when
 from continuum.store.engine import session_scope
-from continuum.store.ephemeral import send_handoff
 from continuum.store.models import MemoryLog
 from tests.support.events import session_end, turn
 

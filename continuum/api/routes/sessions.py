@@ -12,8 +12,9 @@ from continuum.api.auth import NOT_FOUND, ScopeDep
 from continuum.api.pagination import Page
 from continuum.api.params import ListingDep
 from continuum.api.schemas import SessionOut
+from continuum.ephemeral import handoff as handoffs
+from continuum.ephemeral import sessions as live
 from continuum.recall import browse
-from continuum.store import ephemeral
 
 router = APIRouter(prefix="/v1", tags=["sessions"])
 Name = Annotated[str, Field(min_length=1, max_length=200)]
@@ -41,9 +42,9 @@ def list_sessions(
 
 
 @router.get("/sessions/active")
-def active_sessions(scope: ScopeDep) -> list[ephemeral.ActiveSession]:
+def active_sessions(scope: ScopeDep) -> list[live.ActiveSession]:
     """Sessions active in the last hour across channels, with their current topic."""
-    return ephemeral.active_sessions(scope.namespace)
+    return live.active_sessions(scope.namespace)
 
 
 @router.get("/sessions/{session_id}")
@@ -58,7 +59,7 @@ def get_session(scope: ScopeDep, session_id: str) -> SessionOut:
 @router.post("/handoff", status_code=status.HTTP_201_CREATED)
 def send_handoff(scope: ScopeDep, handoff: HandoffIn) -> dict[str, str]:
     """Announce that a user is switching channels (kept 10 minutes, read once)."""
-    return ephemeral.send_handoff(scope.namespace, **handoff.model_dump())
+    return handoffs.send_handoff(scope.namespace, **handoff.model_dump())
 
 
 @router.get("/handoff")
@@ -69,5 +70,5 @@ def check_handoff(
 ) -> dict[str, str] | None:
     """The user's pending handoff, consumed unless `consume=false`; null when there is none."""
     if consume:
-        return ephemeral.consume_handoff(scope.namespace, user_id)
-    return ephemeral.peek_handoff(scope.namespace, user_id)
+        return handoffs.consume_handoff(scope.namespace, user_id)
+    return handoffs.peek_handoff(scope.namespace, user_id)

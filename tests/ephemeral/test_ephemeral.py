@@ -10,14 +10,14 @@ from typing import Any
 
 import pytest
 
+from continuum.ephemeral import handoff, keys, sessions, turns
 from continuum.redis_client import get_redis
-from continuum.store import ephemeral
 from tests.support.events import T0
 
 
 def record(namespace: str = "pearl", *, i: int, session: str = "voice-1", channel: str = "voice",
            at: Any = None, role: str = "user", text: str | None = None) -> None:  # fmt: skip
-    ephemeral.record_turns([ephemeral.LiveTurn(
+    turns.record_turns([turns.LiveTurn(
         namespace, session_id=session, channel=channel, user_id="jason", message_id=f"m{i}",
         role=role, content=text or f"Message number {i} about the garden", at=at or T0 +
         timedelta(seconds=i), topic="garden", entities=["Hoffmann"],
@@ -28,13 +28,13 @@ def test_registry_topic_and_recent_buffer(db: Any) -> None:
     for i in range(15):
         record(i=i)
     record(i=99, session="disc-7", channel="discord", text="What did we decide?")
-    recent = ephemeral.recent_messages("pearl", "voice")
+    recent = turns.recent_messages("pearl", "voice")
     assert [m["message_id"] for m in recent] == [f"m{i}" for i in range(5, 15)]  # last 10
     assert recent[0]["content_summary"] == "Message number 5 about the garden"
     client = get_redis()
-    assert 0 < client.ttl(ephemeral.key("pearl", "recent", "voice")) <= ephemeral.RECENT_TTL_S
-    assert 0 < client.ttl(ephemeral.key("pearl", "topic", "voice")) <= ephemeral.TOPIC_TTL_S
-    assert 0 < client.ttl(ephemeral.key("pearl", "session", "voice")) <= ephemeral.SESSION_TTL_S
+    assert 0 < client.ttl(keys.key("pearl", "recent", "voice")) <= keys.RECENT_TTL_S
+    assert 0 < client.ttl(keys.key("pearl", "topic", "voice")) <= keys.TOPIC_TTL_S
+    assert 0 < client.ttl(keys.key("pearl", "session", "voice")) <= keys.SESSION_TTL_S
 
 
 def test_active_sessions_across_channels(db: Any) -> None:
@@ -44,51 +44,51 @@ def test_active_sessions_across_channels(db: Any) -> None:
     record(i=1, at=now - timedelta(minutes=3))
     record(i=2, session="disc-7", channel="discord", at=now)
     record(i=3, session="old", channel="telegram", at=now - timedelta(hours=2))
-    active = ephemeral.active_sessions("pearl")
+    active = sessions.active_sessions("pearl")
     assert [(s.channel, s.session_id) for s in active] == [
         ("discord", "disc-7"),
         ("voice", "voice-1"),
     ]
-    assert ephemeral.topics("pearl") == {"discord": "garden", "voice": "garden"}
-    assert ephemeral.active_sessions("entrepreneur") == []
+    assert sessions.topics("pearl") == {"discord": "garden", "voice": "garden"}
+    assert sessions.active_sessions("entrepreneur") == []
 
 
 def test_transcript_buffer_is_ordered_windowed_and_capped(db: Any) -> None:
     # Delivered out of order: the buffer is in event-time order.
     for i in (3, 1, 2):
         record(i=i)
-    assert [t.message_id for t in ephemeral.transcript("pearl", "voice-1")] == ["m1", "m2", "m3"]
+    assert [t.message_id for t in turns.transcript("pearl", "voice-1")] == ["m1", "m2", "m3"]
     record(i=4, role="user", text="Can you remind me about the dentist?")
-    assert ephemeral.transcript("pearl", "voice-1")[-1].intent == "question"
+    assert turns.transcript("pearl", "voice-1")[-1].intent == "question"
     # 30-minute window: m1..m3 fall out of it, m4 (at +4 s) stays.
     record(i=5, at=T0 + timedelta(minutes=30, seconds=3.5))
-    assert [t.message_id for t in ephemeral.transcript("pearl", "voice-1")] == ["m4", "m5"]
+    assert [t.message_id for t in turns.transcript("pearl", "voice-1")] == ["m4", "m5"]
     for i in range(300):
         record(i=1000 + i, at=T0 + timedelta(minutes=32, seconds=i))
-    assert len(ephemeral.transcript("pearl", "voice-1")) == ephemeral.TRANSCRIPT_MAX_TURNS
+    assert len(turns.transcript("pearl", "voice-1")) == keys.TRANSCRIPT_MAX_TURNS
     long = "x" * 2000
     record(i=9999, at=T0 + timedelta(minutes=40), text=long)
-    assert len(ephemeral.transcript("pearl", "voice-1")[-1].summary) == ephemeral.SUMMARY_CHARS
+    assert len(turns.transcript("pearl", "voice-1")[-1].summary) == keys.SUMMARY_CHARS
 
 
 def test_redelivered_turns_change_nothing(db: Any) -> None:
     for _ in range(3):
         record(i=1)
-    assert len(ephemeral.transcript("pearl", "voice-1")) == 1
-    assert len(ephemeral.recent_messages("pearl", "voice")) == 1
+    assert len(turns.transcript("pearl", "voice-1")) == 1
+    assert len(turns.recent_messages("pearl", "voice")) == 1
 
 
 def test_handoff_is_announced_and_consumed_exactly_once(db: Any) -> None:
     pubsub = get_redis().pubsub()
-    pubsub.subscribe(ephemeral.key("pearl", "handoff"))
+    pubsub.subscribe(keys.key("pearl", "handoff"))
     pubsub.get_message(timeout=1)  # subscription confirmation
-    ephemeral.send_handoff("pearl", "jason", "voice", "discord", "Chose Hoffmann; drainage open.")
+    handoff.send_handoff("pearl", "jason", "voice", "discord", "Chose Hoffmann; drainage open.")
     announced = pubsub.get_message(timeout=2)
     assert announced and json.loads(announced["data"])["to_channel"] == "discord"
-    assert ephemeral.peek_handoff("pearl", "jason")["from_channel"] == "voice"  # type: ignore[index]
+    assert handoff.peek_handoff("pearl", "jason")["from_channel"] == "voice"  # type: ignore[index]
     results: list[Any] = []
     threads = [
-        threading.Thread(target=lambda: results.append(ephemeral.consume_handoff("pearl", "jason")))
+        threading.Thread(target=lambda: results.append(handoff.consume_handoff("pearl", "jason")))
         for _ in range(8)
     ]
     for thread in threads:
@@ -96,27 +96,27 @@ def test_handoff_is_announced_and_consumed_exactly_once(db: Any) -> None:
     for thread in threads:
         thread.join()
     assert sum(r is not None for r in results) == 1
-    assert ephemeral.peek_handoff("pearl", "jason") is None
-    assert ephemeral.peek_handoff("entrepreneur", "jason") is None
+    assert handoff.peek_handoff("pearl", "jason") is None
+    assert handoff.peek_handoff("entrepreneur", "jason") is None
 
 
 def test_handoff_expires(db: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(ephemeral, "HANDOFF_TTL_S", 1)
-    ephemeral.send_handoff("pearl", "jason", "voice", "discord", "short-lived")
-    assert ephemeral.peek_handoff("pearl", "jason") is not None
+    monkeypatch.setattr(handoff, "HANDOFF_TTL_S", 1)
+    handoff.send_handoff("pearl", "jason", "voice", "discord", "short-lived")
+    assert handoff.peek_handoff("pearl", "jason") is not None
     time.sleep(1.2)
-    assert ephemeral.peek_handoff("pearl", "jason") is None
+    assert handoff.peek_handoff("pearl", "jason") is None
 
 
 def test_idle_index_take_is_guarded_against_new_activity(db: Any) -> None:
     record(i=1)
-    idle = ephemeral.idle_sessions(idle_ms=1000)
+    idle = sessions.idle_sessions(idle_ms=1000)
     assert [(s.namespace, s.session_id) for s in idle] == [("pearl", "voice-1")]
     record(i=2)  # a newer turn moves the session before the sweep takes it
-    assert ephemeral.take_idle(idle[0]) is False
-    fresh = ephemeral.idle_sessions(idle_ms=1000)
-    assert ephemeral.take_idle(fresh[0]) is True
-    assert ephemeral.idle_sessions(idle_ms=1000) == []
+    assert sessions.take_idle(idle[0]) is False
+    fresh = sessions.idle_sessions(idle_ms=1000)
+    assert sessions.take_idle(fresh[0]) is True
+    assert sessions.idle_sessions(idle_ms=1000) == []
 
 
 def _state() -> dict[str, Any]:
@@ -141,8 +141,8 @@ def test_a_batch_leaves_the_state_of_its_turns_applied_one_by_one(db: Any) -> No
     """Two channels and three sessions, more turns than the recent buffer holds, and a turn
     that pushes the others out of the transcript window: one `record_turns` call for the
     batch ends where applying each turn on its own ends."""
-    turns = [
-        ephemeral.LiveTurn(
+    live = [
+        turns.LiveTurn(
             "pearl",
             session_id=f"s{i % 3}",
             channel=("voice", "discord")[i % 2],
@@ -156,12 +156,12 @@ def test_a_batch_leaves_the_state_of_its_turns_applied_one_by_one(db: Any) -> No
         )
         for i in range(30)
     ]
-    turns.append(ephemeral.LiveTurn("pearl", "s0", "voice", "u0", "late", "user", "Much later",
+    live.append(turns.LiveTurn("pearl", "s0", "voice", "u0", "late", "user", "Much later",
                                     T0 + timedelta(minutes=40), None, []))  # fmt: skip
-    for turn in turns:
-        ephemeral.record_turns([turn])
+    for turn in live:
+        turns.record_turns([turn])
     one_by_one = _state()
     get_redis().flushdb()
-    ephemeral.record_turns(turns)
+    turns.record_turns(live)
     assert _state() == one_by_one
-    assert [t.message_id for t in ephemeral.transcript("pearl", "s0")] == ["late"]
+    assert [t.message_id for t in turns.transcript("pearl", "s0")] == ["late"]
