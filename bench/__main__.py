@@ -1,6 +1,8 @@
 """`make bench`: every section against real embedded servers, one report.
 
-Results are printed as tables and saved to bench/results/latest.{json,md}.
+Results are printed as tables and saved to bench/results/latest.{json,md}. The servers under
+.continuum-bench/ are stopped at the end if this run started them (data stays on disk);
+servers already running when it began are left running.
 """
 
 from __future__ import annotations
@@ -10,7 +12,8 @@ import importlib
 import os
 import time
 
-from bench.common import Options, bench_servers, console, save
+from bench.common import BENCH_HOME, Options, bench_servers, console, save
+from continuum.dev.embedded import EmbeddedServers
 
 SECTIONS = {  # in the order they run
     "capture": "capture_bench",
@@ -39,17 +42,18 @@ def main() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     started = time.perf_counter()
     sections = []
-    for name in args.only or SECTIONS:
-        module = importlib.import_module(f"bench.{SECTIONS[name]}")
-        # A fresh database per section: no section's rows (e.g. a backfill's 150k
-        # unembedded messages) can leak into another's measurements.
-        urls = {}
-        if getattr(module, "NEEDS_SERVERS", True):
-            with console.status(f"Preparing a fresh database for {module.__name__}…"):
-                urls = bench_servers()
-        for section in module.run(urls, options):
-            console.print(section.table())
-            sections.append(section)
+    with EmbeddedServers(BENCH_HOME).stopped_after():
+        for name in args.only or SECTIONS:
+            module = importlib.import_module(f"bench.{SECTIONS[name]}")
+            # A fresh database per section: no section's rows (e.g. a backfill's 150k
+            # unembedded messages) can leak into another's measurements.
+            urls = {}
+            if getattr(module, "NEEDS_SERVERS", True):
+                with console.status(f"Preparing a fresh database for {module.__name__}…"):
+                    urls = bench_servers()
+            for section in module.run(urls, options):
+                console.print(section.table())
+                sections.append(section)
     seconds = round(time.perf_counter() - started)
     path = save(sections, {"quick": args.quick, "million": args.million, "seconds": seconds})
     console.print(f"[green]✓[/] saved {path} and {path.with_suffix('.json')}")

@@ -28,7 +28,7 @@ import psutil
 from bench.common import BENCH_HOME, Options, Section, percentile
 from bench.longconv import generate
 from bench.recall_bench import load
-from continuum.cli.processes import spawn, stop
+from continuum.processes import spawn, stop
 
 USER = "maya"
 CLIENTS = (1, 4, 16)
@@ -189,7 +189,8 @@ def _serve(log_dir: Path) -> tuple[Any, str]:
 def run(urls: dict[str, str], options: Options) -> list[Section]:
     from continuum.config import get_settings
     from continuum.recall.context import context
-    from continuum.recall.search import SearchFilters, search
+    from continuum.recall.scope import SearchFilters
+    from continuum.recall.search import search
     from continuum.security.tokens import create_token
 
     conv = generate()

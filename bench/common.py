@@ -27,7 +27,10 @@ def bench_servers(
     home: Path = BENCH_HOME, database: str = BENCH_DATABASE, *, fresh: bool = True
 ) -> dict[str, str]:
     """Embedded servers under `home` with a fresh `database` (or, `fresh=False`, the one an
-    earlier run left, created if missing); env points at them."""
+    earlier run left, created if missing); env points at them. They outlive the call: a run
+    that should stop the servers it started wraps itself in
+    `EmbeddedServers(home).stopped_after()`, as `python -m bench` and `python -m bench.eval`
+    (not `--reuse`) do."""
     import psycopg
 
     from continuum.config import get_settings

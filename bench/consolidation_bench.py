@@ -100,7 +100,9 @@ def _generate(url: str, count: int, seed: int = 7) -> None:
 
 def _measure(url: str, count: int, section: Section) -> float:
     from continuum.config import get_settings
-    from continuum.maintenance import MaintenanceConfig, maintain, plan
+    from continuum.maintenance.plan import plan
+    from continuum.maintenance.rules import MaintenanceConfig
+    from continuum.maintenance.run import maintain
 
     with timed() as generate_s:
         _generate(url, count)

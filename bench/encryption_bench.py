@@ -42,7 +42,7 @@ def _compare(
 def run(urls: dict[str, str], options: Options) -> list[Section]:
     from continuum.config import get_settings
     from continuum.pipeline.outbox import embed_pending
-    from continuum.recall.queries import search_messages
+    from continuum.recall.namespace_queries import search_messages
     from continuum.recall.search import search
 
     os.environ["CONTINUUM_ENCRYPTION_KEY"] = secrets.token_hex(32)

@@ -21,9 +21,9 @@ from sqlalchemy import func, select
 
 from bench.capture_bench import _events
 from bench.common import Options, Section
-from continuum.cli.processes import spawn, stop
 from continuum.contract.client import MemoryClient
 from continuum.contract.queues import EVENTS
+from continuum.processes import spawn, stop
 from continuum.redis_client import get_redis
 from continuum.store.engine import session_scope
 from continuum.store.models import ProcessedEvent

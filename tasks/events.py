@@ -16,6 +16,7 @@ from continuum.contract.queues import (
     INGEST_EVENTS,
     REDELIVER_EVENTS,
 )
+from continuum.pipeline import redelivery
 from continuum.pipeline.ingest import ingest_batch
 from continuum.redis_client import get_broker_redis
 from tasks.embed import schedule_embedding
@@ -49,5 +50,5 @@ def ingest_events(self: IngestTask, payloads: list[Any]) -> dict[str, Any]:
 def redeliver_events(self: ReliableTask) -> dict[str, Any]:
     """Re-publish event batches that never reached a worker (see continuum.contract.ledger)."""
     client = MemoryClient(app=producer())
-    result = ledger.sweep(get_broker_redis(), client.emit_many, get_settings().inflight_grace_s)
+    result = redelivery.sweep(get_broker_redis(), client.emit_many, get_settings().inflight_grace_s)
     return asdict(result)

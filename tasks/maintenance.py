@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from continuum.contract.queues import RUN_MAINTENANCE
-from continuum.maintenance import run_maintenance
+from continuum.maintenance.run import run_maintenance
 from workers.app import app
 from workers.base import ReliableTask
 

@@ -1,21 +1,18 @@
 """Test fixtures: real embedded Postgres + Redis (under .continuum-test/), a fresh database
-per run, and a real in-process Celery worker on the real Redis broker."""
+per run, and a real in-process Celery worker on the real Redis broker. Helpers that test
+modules share live in tests/support/, never in a test module or a conftest."""
 
 from __future__ import annotations
 
 import os
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-# CONTINUUM_TEST_SLOT gives concurrent test runs (several checkouts or developers on one
-# machine) their own embedded servers: .continuum-test-<slot>/.
-SLOT = os.environ.get("CONTINUUM_TEST_SLOT", "")
-TEST_HOME = ROOT / (f".continuum-test-{SLOT}" if SLOT else ".continuum-test")
+from tests.support.paths import TEST_HOME
+
 TEST_DATABASE = "continuum_test"
 TABLES = (
     "sessions, messages, cron_reports, transcript_cursors, sync_problems, memories, tasks, memory_log, "
@@ -40,23 +37,30 @@ def _recreate_database(admin_url: str) -> None:
 
 @pytest.fixture(scope="session")
 def servers() -> Iterator[dict[str, str]]:
-    """Embedded servers for the whole run; the test database is created afresh."""
+    """Embedded servers for the whole run; the test database is created afresh.
+
+    The servers this run starts are stopped when it ends (`make test` leaves nothing
+    running). Servers already running when it began are left running: someone else's, such
+    as a `continuum dev up` with CONTINUUM_HOME on the test home, or a run killed before its
+    end (stop those with `CONTINUUM_HOME=.continuum-test continuum dev down`). The fault tests
+    restart servers mid-run; that changes nothing here."""
     from continuum.config import get_settings
     from continuum.dev.embedded import EmbeddedServers
 
     embedded = EmbeddedServers(TEST_HOME)
-    urls = embedded.up()
-    database_url = urls["database_url"].replace("/continuum?", f"/{TEST_DATABASE}?")
-    _recreate_database(urls["database_url"])
-    os.environ["CONTINUUM_DATABASE_URL"] = database_url
-    os.environ["CONTINUUM_REDIS_URL"] = urls["redis_url"]
-    os.environ["CONTINUUM_BROKER_URL"] = urls["broker_url"]
-    get_settings.cache_clear()
+    with embedded.stopped_after():
+        urls = embedded.up()
+        database_url = urls["database_url"].replace("/continuum?", f"/{TEST_DATABASE}?")
+        _recreate_database(urls["database_url"])
+        os.environ["CONTINUUM_DATABASE_URL"] = database_url
+        os.environ["CONTINUUM_REDIS_URL"] = urls["redis_url"]
+        os.environ["CONTINUUM_BROKER_URL"] = urls["broker_url"]
+        get_settings.cache_clear()
 
-    from continuum.store import migrate
+        from continuum.store import migrate
 
-    migrate.upgrade(database_url)
-    yield {**urls, "database_url": database_url}
+        migrate.upgrade(database_url)
+        yield {**urls, "database_url": database_url}
 
 
 @pytest.fixture

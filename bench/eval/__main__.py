@@ -1,14 +1,17 @@
 """`make eval` (`python -m bench.eval`): the retrieval evaluation on the LoCoMo dev split read
 from CONTINUUM_EVAL_LOCOMO; skipped, with a note saying what to set, when it is absent.
 
-Runs on its own embedded servers under .continuum-eval/ with a fresh database each time;
+Runs on its own embedded servers under .continuum-eval/ with a fresh database each time,
+and stops them at the end if it started them (servers already running are left running).
 `--reuse` scores the database the last run synced instead (no sync, no worker: for
-iterating on recall, not on capture).
+iterating on recall, not on capture) and leaves the servers running on purpose, so the next
+`--reuse` starts at once; stop them with `CONTINUUM_HOME=.continuum-eval continuum dev down`.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import shutil
 import statistics
 import time
@@ -125,14 +128,11 @@ def main() -> None:
         f"LoCoMo dev: {len(split.conversations)} conversations, {turns:,} turns, "
         f"{len(split.questions)} scored questions ({split.dropped} without evidence dropped)"
     )
+    # --reuse keeps the servers up for the next --reuse; a full run stops those it started.
     servers = EmbeddedServers(EVAL_HOME)
-    was_running = all(s.running for s in servers.status())
-    try:
+    with contextlib.nullcontext() if args.reuse else servers.stopped_after():
         init_s, build_s, loaded = _reuse() if args.reuse else _load(split)
         runs, blocks = _ask(split, (init_s, build_s))
-    finally:
-        if not was_running:
-            servers.down()
     systems: dict[str, dict[str, Any]] = {
         r.system: {
             "metrics": evaluate(r.results, split.questions),

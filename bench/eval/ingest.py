@@ -16,9 +16,9 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from sqlalchemy import text
 
-from continuum.cli.processes import spawn, stop, worker_argv
 from continuum.contract.queues import EMBED, EXTRACT
 from continuum.pipeline.outbox import EMBEDDED_TABLES, pending_counts
+from continuum.processes import spawn, stop, worker_argv
 from continuum.redis_client import SyncRedis
 from continuum.store.broker import queue_keys
 from continuum.store.engine import session_scope

@@ -18,7 +18,8 @@ from bench.eval.locomo import Conversation, Question
 from bench.eval.scoring import DEPTH, first_occurrences
 from continuum.inference.embedding import Embedder, embed_query_soon
 from continuum.recall.context import context
-from continuum.recall.search import Source, search
+from continuum.recall.rankings import Source
+from continuum.recall.search import search
 from continuum.sync import namespace_for
 
 CONTEXT_TOKENS = 800  # the default budget of GET /v1/context and `continuum recall context`

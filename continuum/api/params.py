@@ -11,7 +11,7 @@ from fastapi import Depends, Query
 
 from continuum.api.errors import field_error
 from continuum.api.pagination import PageDep, PageParams
-from continuum.recall.browse import Window
+from continuum.recall.listings import Window
 
 
 @dataclass(frozen=True)

@@ -14,13 +14,8 @@ import re
 
 from continuum.capture.due import resolve_due
 from continuum.capture.filters import detect_sentiment, short_signal, triage
-from continuum.capture.rules import (
-    ASSISTANT_RULES,
-    USER_RULES,
-    Moment,
-    is_question,
-    lead_stripped,
-)
+from continuum.capture.rules import ASSISTANT_RULES, USER_RULES
+from continuum.capture.rules.clauses import Moment, is_question, lead_stripped
 from continuum.capture.topics import extract_people, extract_projects, topic_slug
 from continuum.domain.kinds import MemoryKind, kind_names
 from continuum.domain.memory import (

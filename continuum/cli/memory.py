@@ -134,7 +134,7 @@ def memory(
     session_id: str = typer.Option(None, "--session", help="Live session to notify."),
 ) -> None:
     """Call a memory tool as the user (provenance user_explicit); prints its JSON answer."""
-    from continuum.memory.tools import MemoryTools
+    from continuum.memory.tool_calls import MemoryTools
 
     tools = MemoryTools(namespace, user_id=user_id, session_id=session_id,
                         provenance="user_explicit", main_context=True)  # fmt: skip
@@ -149,7 +149,7 @@ def tools(
     fmt: str = typer.Option("openai", "--format", help="openai | anthropic"),
 ) -> None:
     """Print the memory tools' JSON definitions for an LLM API."""
-    from continuum.memory.tools import tool_definitions
+    from continuum.memory.tool_schemas import tool_definitions
 
     if fmt not in ("openai", "anthropic"):
         fail(f"unknown format {fmt!r}: use openai or anthropic")
@@ -188,7 +188,7 @@ def maintenance(
     """Weekly consolidation: merge, supersede, compress, decay, prune, archive, MEMORY.md."""
     from rich.table import Table
 
-    from continuum.maintenance import run_maintenance
+    from continuum.maintenance.run import run_maintenance
 
     reports = run_maintenance(namespace, dry_run=dry_run, force=force)
     if as_json:

@@ -18,7 +18,7 @@ from continuum.cli.common import (
 )
 
 if TYPE_CHECKING:
-    from continuum.recall.queries import MessageHit
+    from continuum.recall.namespace_queries import MessageHit
 
 app = typer.Typer()
 messages_app = typer.Typer(help="Raw conversation messages.")
@@ -46,7 +46,7 @@ def messages_search(
     as_json: bool = JsonOption,
 ) -> None:
     """Full-text search of raw messages."""
-    from continuum.recall.queries import search_messages
+    from continuum.recall.namespace_queries import search_messages
 
     _print_hits(search_messages(namespace, query, limit=limit, channel=channel), as_json)
 
@@ -58,7 +58,7 @@ def messages_recent(
     as_json: bool = JsonOption,
 ) -> None:
     """The last N messages, oldest first."""
-    from continuum.recall.queries import recent_messages
+    from continuum.recall.namespace_queries import recent_messages
 
     _print_hits(recent_messages(namespace, limit=limit), as_json)
 
@@ -70,6 +70,6 @@ def messages_day(
     as_json: bool = JsonOption,
 ) -> None:
     """One day's conversation across sessions and channels."""
-    from continuum.recall.queries import day_messages
+    from continuum.recall.namespace_queries import day_messages
 
     _print_hits(day_messages(namespace, parse_day(day)), as_json)

@@ -1,138 +1,24 @@
-"""The Celery processes: `continuum worker|beat|flower` (exec a Celery process with our
-configuration), and the command lines, spawn and stop that those commands, the demo, the
-fault tests and the benchmarks share."""
+"""`continuum worker|beat|flower`: exec a Celery process with Continuum's configuration
+(the command lines are `continuum.processes`)."""
 
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
-import sys
-import time
-from pathlib import Path
 
 import typer
 
 from continuum.cli.common import fail
-from continuum.contract.queues import ALL_QUEUES, EMBED, EVENTS, EXTRACT, MAINTENANCE, NARRATIVE
-
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
-# `continuum worker` without -Q: one Celery worker per group, so ingesting events never waits
-# behind slow work (an LLM call that hangs to its deadline, a sync, an embedding batch).
-# The groups of docker/compose.yml, on one host.
-WORKER_GROUPS: tuple[tuple[str, tuple[str, ...], int | None], ...] = (
-    ("ingest", (EVENTS,), None),  # (name, queues, fixed concurrency or None for -c)
-    ("embed", (EMBED,), 1),  # CPU-bound, one model in memory
-    ("background", (EXTRACT, MAINTENANCE, NARRATIVE), None),
+from continuum.processes import (
+    WORKER_GROUPS,
+    beat_argv,
+    child_env,
+    flower_argv,
+    flower_env,
+    supervise,
+    worker_argv,
 )
 
 app = typer.Typer()
-
-
-def worker_argv(
-    queues: list[str] | None = None,
-    concurrency: int | None = None,
-    pool: str = "prefork",
-    loglevel: str = "INFO",
-    hostname: str | None = None,
-    events: bool = False,
-) -> list[str]:
-    from continuum.config import ConfigError
-
-    unknown = set(queues or []) - set(ALL_QUEUES)
-    if unknown:
-        raise ConfigError(
-            f"unknown queue(s) {', '.join(sorted(unknown))}; choose from {', '.join(ALL_QUEUES)}"
-        )
-    argv = [sys.executable, "-m", "celery", "-A", "workers", "worker"]
-    argv += ["-Q", ",".join(queues or ALL_QUEUES), "-P", pool, "--loglevel", loglevel]
-    if concurrency:
-        argv += ["-c", str(concurrency)]
-    if hostname:
-        argv += ["-n", hostname]
-    if events:
-        argv.append("-E")
-    return argv
-
-
-def beat_argv(schedule_file: Path, loglevel: str = "INFO") -> list[str]:
-    return [sys.executable, "-m", "celery", "-A", "workers", "beat",
-            "--schedule", str(schedule_file), "--loglevel", loglevel]  # fmt: skip
-
-
-def flower_argv(port: int | None = None) -> list[str]:
-    """Flower on CONTINUUM_FLOWER_ADDRESS (loopback unless widened). Its credentials are not
-    here: they travel in the environment (`flower_env`), never in a command line `ps` shows."""
-    from continuum.config import get_settings
-
-    settings = get_settings()
-    flower_credentials()  # refuse a bad configuration before anything starts
-    return [sys.executable, "-m", "celery", "-A", "workers", "flower",
-            f"--address={settings.flower_address}", f"--port={port or settings.flower_port}"]  # fmt: skip
-
-
-def flower_credentials() -> str:
-    """`user:password` for Flower's basic auth. Flower splits its setting on commas (several
-    users), so a comma would let the part before it log in alone: refused, as is a colon in
-    the user name."""
-    from continuum.config import ConfigError, get_settings
-
-    settings = get_settings()
-    if not settings.flower_password:
-        raise ConfigError(
-            "Flower runs with basic auth: set CONTINUUM_FLOWER_PASSWORD "
-            "(and optionally CONTINUUM_FLOWER_USER, default 'admin')."
-        )
-    if "," in settings.flower_user + settings.flower_password or ":" in settings.flower_user:
-        raise ConfigError(
-            "CONTINUUM_FLOWER_USER and CONTINUUM_FLOWER_PASSWORD may not contain a comma "
-            "(and the user no colon): Flower would split them; choose others."
-        )
-    return f"{settings.flower_user}:{settings.flower_password}"
-
-
-def flower_env() -> dict[str, str]:
-    """The environment Flower runs with: ours plus its basic auth."""
-    return {**child_env(), "FLOWER_BASIC_AUTH": flower_credentials()}
-
-
-def child_env() -> dict[str, str]:
-    """The environment for a child Celery process: importable project, offline model hub."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(
-        p for p in (str(PROJECT_ROOT), env.get("PYTHONPATH", "")) if p
-    )
-    env.setdefault("HF_HUB_OFFLINE", "1")
-    env.setdefault("TRANSFORMERS_OFFLINE", "1")
-    return env
-
-
-def spawn(
-    argv: list[str], log_file: Path, env: dict[str, str] | None = None
-) -> subprocess.Popen[bytes]:
-    """Start a process in its own group (environment `env`, default `child_env()`), output
-    appended to `log_file`."""
-    log_file.parent.mkdir(parents=True, exist_ok=True)
-    with log_file.open("ab") as out:
-        return subprocess.Popen(
-            argv,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env=env or child_env(),
-            start_new_session=True,
-        )
-
-
-def stop(proc: subprocess.Popen[bytes], timeout: float = 30.0) -> int:
-    """Warm shutdown (SIGTERM: finish running tasks), then SIGKILL after `timeout`."""
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-    return int(proc.returncode)
 
 
 def _exec(argv: list[str], env: dict[str, str] | None = None) -> None:
@@ -164,25 +50,6 @@ def worker(
     except ConfigError as exc:
         fail(str(exc))
     raise typer.Exit(supervise(argvs))
-
-
-def supervise(argvs: list[list[str]]) -> int:
-    """Run the workers together: a signal (SIGTERM, SIGINT) goes to all of them, and when
-    one ends the others are stopped. Returns the first exit code that was not 0."""
-    procs = [subprocess.Popen(argv, env=child_env()) for argv in argvs]
-
-    def forward(signum: int, _frame: object) -> None:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.send_signal(signum)
-
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, forward)
-    while all(proc.poll() is None for proc in procs):
-        time.sleep(0.5)
-    forward(signal.SIGTERM, None)
-    codes = [proc.wait() for proc in procs]
-    return next((code for code in codes if code), 0)
 
 
 @app.command()

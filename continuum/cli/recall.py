@@ -1,6 +1,7 @@
 """Read-plane commands any runtime can exec (R10, R14, R27): `continuum context`, `recall`,
-`recent-conversations` and `active-tasks`, each a thin shell over a `continuum.recall.context`
-function, each with `--json`."""
+`recent-conversations` and `active-tasks`, each a thin shell over a function of
+`continuum.recall.context` (the block) or `continuum.recall.sections` (its sections as lists),
+each with `--json`."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from continuum.cli.common import (
 )
 
 if TYPE_CHECKING:
-    from continuum.recall.context import ContextResult
+    from continuum.recall.items import ContextResult
 
 app = typer.Typer()
 SessionChannelOption = typer.Option(
@@ -46,7 +47,7 @@ def _print_result(result: ContextResult, as_json: bool, explain: bool) -> None:
 
 
 def _print_listing(rows: list[dict[str, Any]], as_json: bool) -> None:
-    from continuum.recall.context import render_when
+    from continuum.recall.render import render_when
 
     if as_json:
         print_json(rows)
@@ -107,7 +108,7 @@ def recent_conversations_command(
     as_json: bool = JsonOption,
 ) -> None:
     """Summaries of recent conversations across channels, newest first."""
-    from continuum.recall.context import recent_conversations
+    from continuum.recall.sections import recent_conversations
 
     rows = recent_conversations(namespace, limit=limit, user_id=user_id, channel=channel)
     _print_listing(rows, as_json)
@@ -121,6 +122,6 @@ def active_tasks_command(
     as_json: bool = JsonOption,
 ) -> None:
     """Tasks pending, in progress or blocked, from every channel."""
-    from continuum.recall.context import active_tasks
+    from continuum.recall.sections import active_tasks
 
     _print_listing(active_tasks(namespace, limit=limit, user_id=user_id), as_json)

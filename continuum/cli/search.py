@@ -29,7 +29,8 @@ def search(
     as_json: bool = JsonOption,
 ) -> None:
     """Hybrid search (meaning + words) over memories and messages, with source message ids."""
-    from continuum.recall.search import SearchFilters, Source
+    from continuum.recall.rankings import Source
+    from continuum.recall.scope import SearchFilters
     from continuum.recall.search import search as hybrid_search
 
     filters = SearchFilters(user_id=user_id, kinds=tuple(kind), tags=tuple(tag))

@@ -16,13 +16,13 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from sqlalchemy import func, select
 
-from continuum.cli.processes import spawn, stop, worker_argv
 from continuum.config import get_settings
 from continuum.contract.client import MemoryClient
 from continuum.dev.embedded import EmbeddedServers
 from continuum.pipeline.outbox import pending_counts
+from continuum.processes import spawn, stop, worker_argv
 from continuum.recall.context import context
-from continuum.recall.queries import list_sessions, recent_memories
+from continuum.recall.namespace_queries import list_sessions, recent_memories
 from continuum.recall.search import search
 from continuum.store import migrate
 from continuum.store.engine import session_scope

@@ -15,7 +15,7 @@ import socket
 import subprocess
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +31,7 @@ DATABASE_NAME = "continuum"
 # of a few hundred thousand rows with 384-dim vectors wants its working set cached.
 SERVER_SETTINGS = {"shared_buffers": "1GB", "effective_cache_size": "4GB", "work_mem": "32MB"}
 REDIS_START_TIMEOUT_S = 10.0
+SERVER_NAMES = frozenset({"postgres", "redis"})
 
 
 class EmbeddedError(RuntimeError):
@@ -211,11 +212,27 @@ class EmbeddedServers:
         self._write_state(state)
         return urls
 
-    def down(self) -> None:
-        """Stop both servers; data stays on disk."""
-        state = self._state()
-        self._stop_redis(state.get("redis_port"))
-        self._stop_postgres()
+    def down(self, only: Collection[str] = SERVER_NAMES) -> None:
+        """Stop both servers (or those named in `only`); data stays on disk."""
+        if "redis" in only:
+            self._stop_redis(self._state().get("redis_port"))
+        if "postgres" in only:
+            self._stop_postgres()
+
+    def running(self) -> frozenset[str]:
+        """The names of the servers ("postgres", "redis") running now."""
+        return frozenset(server.name for server in self.status() if server.running)
+
+    @contextmanager
+    def stopped_after(self) -> Iterator[None]:
+        """Stop, on leaving the block, the servers that were not running when it began: a run
+        that started them (tests, benchmarks) cleans up after itself, while servers it found
+        running (`continuum dev up`, another run on the same home) are left to their owner."""
+        found = self.running()
+        try:
+            yield
+        finally:
+            self.down(only=SERVER_NAMES - found)
 
     def restart_postgres(self) -> None:
         """Stop and start Postgres in place (fault tests)."""

@@ -29,7 +29,7 @@ MemoryKind = Literal[
     "conversation_summary",
     "reflection",
 ]
-# Sections of the context block a memory can land in (the block's order: recall.context).
+# Sections of the context block a memory can land in (the block's order: recall.items.SECTIONS).
 ContextSection = Literal[
     "Recent conversations", "Decisions", "Open threads", "Preferences", "Relevant memories"
 ]

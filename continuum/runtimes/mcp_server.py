@@ -5,7 +5,7 @@ Tools: `remember` (enqueue a turn, answer its event id at once), `memory_status`
 event landed, what was derived from it), `recall` (the context block for a seed), `search`
 (hits with their source message ids), and the memory tools `list_memories`,
 `update_memory`, `forget_memory` (answers what was removed) and `mark_private`, whose
-arguments are `continuum.memory.tools`' own models.
+arguments are `continuum.memory.tool_schemas`' own models.
 
 Who is calling is never a tool argument. Over stdio the tenant and user are the server's
 configuration (`CONTINUUM_MCP_NAMESPACE`, `CONTINUUM_MCP_USER`). Over HTTP every request
@@ -34,9 +34,11 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from continuum.config import ConfigError, get_settings
 from continuum.contract.client import EnqueueError, MemoryClient
 from continuum.contract.events import EventError
-from continuum.memory.tools import TOOLS, MemoryTools
+from continuum.memory.tool_calls import MemoryTools
+from continuum.memory.tool_schemas import TOOLS
 from continuum.recall.context import context
-from continuum.recall.search import SearchFilters, search
+from continuum.recall.scope import SearchFilters
+from continuum.recall.search import search
 from continuum.security.tokens import TokenInfo, authenticate
 from continuum.store.engine import session_scope
 from continuum.store.models import DeadLetter, Memory, Message, ProcessedEvent

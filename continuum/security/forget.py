@@ -27,7 +27,7 @@ from sqlalchemy.orm import Session as DbSession
 
 from continuum.domain.text import one_line
 from continuum.ephemeral.erase import remove_user_state, user_state
-from continuum.maintenance import memory_md_path
+from continuum.maintenance.workspace import memory_md_path
 from continuum.pipeline.deadletters import payload_of
 from continuum.pipeline.narrative import workspace
 from continuum.sealing.keys import keyring

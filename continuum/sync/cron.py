@@ -15,8 +15,8 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session as DbSession
 
 from continuum.domain.storable import clean_text
-from continuum.recall import browse
-from continuum.recall.browse import Window
+from continuum.recall import listings
+from continuum.recall.listings import Window
 from continuum.store.models import CronReport as CronReportRow
 from continuum.transcripts import CronReport
 
@@ -92,5 +92,5 @@ def cron_reports(
             run_started_at=row.run_started_at,
             run_ended_at=row.run_ended_at,
         )
-        for row in browse.cron_reports([namespace], window, cron_name, query=None)
+        for row in listings.cron_reports([namespace], window, cron_name, query=None)
     ]

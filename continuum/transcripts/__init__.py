@@ -33,10 +33,9 @@ from continuum.transcripts.models import (
     SessionContext,
     TranscriptMessage,
 )
-from continuum.transcripts.openclaw import (
-    OpenClawParser,
+from continuum.transcripts.openclaw import OpenClawParser
+from continuum.transcripts.openclaw_layout import (
     SessionIndexEntry,
-    clean_user_text,
     instance_name,
     is_archived,
     load_sessions_index,
@@ -44,6 +43,7 @@ from continuum.transcripts.openclaw import (
     topic_id_from_path,
 )
 from continuum.transcripts.openclaw_sqlite import StoredEvent, StoreLayoutError, read_events
+from continuum.transcripts.openclaw_text import clean_user_text
 
 __all__ = [
     "FORMATS",

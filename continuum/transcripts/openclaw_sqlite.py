@@ -16,7 +16,7 @@ from pathlib import Path
 from continuum.transcripts.discovery import Discovery, TranscriptSource
 from continuum.transcripts.lines import EntryParser, Line, TranscriptVanished
 from continuum.transcripts.models import ParseResult
-from continuum.transcripts.openclaw import agent_dirs
+from continuum.transcripts.openclaw_layout import agent_dirs
 
 KIND = "openclaw_sqlite"
 STORE_NAME = "openclaw-agent.sqlite"

@@ -15,10 +15,10 @@ from continuum.api import create_app
 from continuum.domain.kinds import KINDS
 from continuum.security.tokens import create_token, revoke_token
 from continuum.sync import sync
-from tests.browser.seed import seed
 from tests.support.events import turn
+from tests.support.seed import seed
+from tests.support.transcripts import ADVERSARIAL, GZIP
 from tests.support.wait import wait_for
-from tests.sync.test_fidelity import ADVERSARIAL, GZIP
 
 BODY_LIMIT = 64 * 1024
 

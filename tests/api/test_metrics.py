@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 from kombu.transport.redis import Channel
-from prometheus_client.parser import text_string_to_metric_families
 
 from continuum.api import create_app
 from continuum.contract.queues import ALL_QUEUES, EMBED
@@ -17,7 +16,8 @@ from continuum.pipeline import deadletters
 from continuum.redis_client import get_redis
 from continuum.store import metrics
 from continuum.sync import sync
-from tests.sync.test_fidelity import ADVERSARIAL
+from tests.support.metrics import scrape
+from tests.support.transcripts import ADVERSARIAL
 
 SPARE_BROKER_DB = 9  # no worker listens here, so the queued messages stay put
 
@@ -26,17 +26,6 @@ SPARE_BROKER_DB = 9  # no worker listens here, so the queued messages stay put
 def api(db: Any) -> Iterator[TestClient]:
     with TestClient(create_app()) as client:
         yield client
-
-
-def scrape(api: TestClient) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    response = api.get("/metrics")
-    assert response.status_code == 200
-    assert response.headers["content-type"].startswith("text/plain")
-    return {
-        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
-        for family in text_string_to_metric_families(response.text)
-        for sample in family.samples
-    }
 
 
 def test_queue_depth_counts_every_priority_list(

@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 
 CHROMIUM = Path("/usr/bin/chromium")
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 # As root Chromium needs --no-sandbox; the rest keep it off this machine's closed network.
 CHROMIUM_ARGS = [
     "--no-sandbox",

@@ -11,9 +11,9 @@ import pytest
 from continuum.domain.kinds import KINDS
 from continuum.security.tokens import create_token
 from continuum.sync import sync
-from tests.browser.conftest import ARTIFACTS
-from tests.browser.seed import seed
-from tests.sync.test_fidelity import ADVERSARIAL, BROKEN, GZIP
+from tests.support.paths import ARTIFACTS
+from tests.support.seed import seed
+from tests.support.transcripts import ADVERSARIAL, BROKEN, GZIP
 
 pytestmark = pytest.mark.browser
 TURNS = 40  # per session; three sessions: 120 messages, pages of 50

@@ -23,11 +23,12 @@ from continuum.domain.kinds import (
 )
 from continuum.domain.memory import MemoryCandidate
 from continuum.inference.prompts.chunk import LLMMemory
-from continuum.maintenance import KIND_PARAMS, MD_SECTIONS, MaintenanceConfig
-from continuum.memory.tools import StoreMemoryArgs, tool_definitions
+from continuum.maintenance.rules import KIND_PARAMS, MaintenanceConfig
+from continuum.maintenance.workspace import MD_SECTIONS
+from continuum.memory.tool_schemas import StoreMemoryArgs, tool_definitions
 from continuum.memory.user_tasks import TASK_KINDS
 from continuum.memory.writer import explicit_candidate
-from continuum.recall.context import SECTIONS
+from continuum.recall.items import SECTIONS
 
 ALL = [spec.name for spec in KINDS]
 

@@ -10,8 +10,8 @@ import pytest
 from typer.testing import CliRunner
 
 from continuum.cli.events import app, conversation_events
-from tests.recall.test_context import NOW
 from tests.support.events import turn
+from tests.support.memories import NOW
 from tests.support.wait import wait_for
 
 runner = CliRunner()
@@ -30,7 +30,7 @@ CONVERSATION = {
 
 
 def test_emit_enqueues_a_batch_from_stdin(db: Any, worker: Any) -> None:
-    from continuum.recall.queries import search_messages
+    from continuum.recall.namespace_queries import search_messages
 
     events = [turn("We'll use Postgres for the event store.", message_id="m1"), turn("ok", at=1)]
     for event in events:
@@ -66,7 +66,7 @@ def test_conversation_events_are_idempotent_and_end_the_session() -> None:
 
 
 def test_save_conversation_goes_through_the_pipeline(db: Any, worker: Any) -> None:
-    from continuum.recall.queries import get_session, search_messages
+    from continuum.recall.namespace_queries import get_session, search_messages
 
     saved = runner.invoke(app, ["save-conversation", "--json"], input=json.dumps(CONVERSATION))
     assert saved.exit_code == 0, saved.output

@@ -85,7 +85,7 @@ def test_loading_the_command_line_imports_nothing_heavy() -> None:
 
 
 def test_emit_imports_only_what_publishing_needs(db: Any, worker: Any) -> None:
-    from continuum.recall.queries import search_messages
+    from continuum.recall.namespace_queries import search_messages
 
     event = json.dumps(turn("The command line starts fast."))
     code = ("import sys\nfrom continuum.cli.main import main\n"

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from continuum.cli.processes import app, flower_argv, flower_env, spawn, stop
+from continuum.cli.processes import app
+from continuum.processes import flower_argv, flower_env, spawn, stop
 from tests.support.wait import wait_for
 
 runner = CliRunner()

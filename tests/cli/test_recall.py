@@ -8,7 +8,7 @@ from typing import Any
 from typer.testing import CliRunner
 
 from continuum.cli.recall import app
-from tests.recall.test_context import add_task, remember
+from tests.support.memories import add_task, remember
 
 runner = CliRunner()
 

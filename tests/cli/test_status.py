@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from continuum.cli.main import app
 from continuum.sync import sync
-from tests.sync.test_fidelity import ADVERSARIAL
+from tests.support.transcripts import ADVERSARIAL
 
 runner = CliRunner()
 

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from continuum.cli.sync import app
-from tests.sync.test_sync import FIXTURE_MESSAGES, copy_home
+from tests.support.transcripts import FIXTURE_MESSAGES, copy_home
 
 runner = CliRunner()
 

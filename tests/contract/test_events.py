@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import uuid
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
-from continuum.contract.events import EventError, TurnEvent, parse_event, parse_events
+from continuum.contract.events import EventError, IdleEvent, TurnEvent, parse_event, parse_events
 
 TS = "2026-11-21T09:30:04.120Z"
 
@@ -71,19 +72,24 @@ def test_oversize_content_is_refused_with_the_limit(settings_env: Any) -> None:
     settings_env(max_content_chars=100)
     with pytest.raises(EventError, match="over the limit of 100"):
         parse_event(turn(content="x" * 101))
-    assert parse_event(turn(content="x" * 100))
+    event = parse_event(turn(content="x" * 100))
+    assert isinstance(event, TurnEvent) and event.content == "x" * 100
 
 
 def test_unknown_tenant_is_refused_when_tenants_are_listed(settings_env: Any) -> None:
     settings_env(namespaces="pearl, entrepreneur")
-    assert parse_event(turn(namespace="entrepreneur"))
+    event = parse_event(turn(namespace="entrepreneur"))
+    assert (event.kind, event.namespace) == ("turn", "entrepreneur")
     with pytest.raises(EventError, match="unknown namespace 'stranger'"):
         parse_event(turn(namespace="stranger"))
 
 
 def test_other_kinds_validate_their_fields() -> None:
     common = {"namespace": "pearl", "session_id": "s1", "channel": "voice", "ts": TS}
-    assert parse_event({**common, "kind": "idle", "idle_ms": 60000, "last_activity_at": TS})
+    idle = parse_event({**common, "kind": "idle", "idle_ms": 60000, "last_activity_at": TS})
+    assert isinstance(idle, IdleEvent)
+    assert (idle.namespace, idle.session_id, idle.idle_ms) == ("pearl", "s1", 60000)
+    assert idle.last_activity_at == datetime(2026, 11, 21, 9, 30, 4, 120000, tzinfo=UTC)
     assert "idle_ms" in error_fields(
         {**common, "kind": "idle", "idle_ms": -1, "last_activity_at": TS}
     )

@@ -11,6 +11,7 @@ import pytest
 from sqlalchemy import func, select
 
 from continuum.contract import ledger
+from continuum.pipeline import redelivery
 from continuum.redis_client import get_broker_redis
 from continuum.store.engine import session_scope
 from continuum.store.models import Message
@@ -36,11 +37,11 @@ def test_a_lost_batch_is_resent_once(db: Any, worker: Any, client: Any) -> None:
     lost = [turn(f"Lost message {i} about the oak table", message_id=f"l{i}") for i in range(3)]
     # What the BRPOP window leaves behind: a ledger entry whose message no worker will see.
     ledger.record(broker, str(uuid.uuid4()), lost)
-    result = ledger.sweep(broker, client.emit_many, grace_s=0)
+    result = redelivery.sweep(broker, client.emit_many, grace_s=0)
     assert (result.resent_events, result.settled) == (3, 1)
     wait_for(lambda: messages() == 3)
     wait_for(lambda: ledger.pending(broker) == 0)
-    again = ledger.sweep(broker, client.emit_many, grace_s=0)
+    again = redelivery.sweep(broker, client.emit_many, grace_s=0)
     assert (again.checked, again.resent_events) == (0, 0)
 
 
@@ -58,7 +59,7 @@ def test_processed_and_dead_lettered_batches_are_only_settled(
                           payload={}, reason="max_deliveries_exceeded")  # fmt: skip
     ledger.record(broker, "batch-dead", [turn("poison", message_id="p1")])
     sent: list[Any] = []
-    result = ledger.sweep(broker, sent.extend, grace_s=0)
+    result = redelivery.sweep(broker, sent.extend, grace_s=0)
     assert sent == [] and result.settled == 2
 
 
@@ -68,7 +69,7 @@ def test_sweep_waits_while_the_queue_has_a_backlog(db: Any) -> None:
     backlog = "test-backlog"  # stands in for the events queue, which a live worker drains
     broker.lpush(backlog, "queued message")
     try:
-        result = ledger.sweep(broker, lambda _: None, grace_s=0, queue=backlog)
+        result = redelivery.sweep(broker, lambda _: None, grace_s=0, queue=backlog)
         assert result.skipped_busy and ledger.pending(broker) == 1
     finally:
         broker.delete(backlog)
@@ -100,7 +101,7 @@ def test_a_batch_waiting_to_retry_is_never_resent(
     recorded = float(broker.zscore(ledger.INDEX, batch_id) or 0)
     wait_for(lambda: float(broker.zscore(ledger.INDEX, batch_id) or 0) > recorded + 0.9)
     sent: list[Any] = []
-    assert ledger.sweep(broker, sent.extend, grace_s=0.5).resent_events == 0 and sent == []
+    assert redelivery.sweep(broker, sent.extend, grace_s=0.5).resent_events == 0 and sent == []
     wait_for(lambda: messages() == 1)
     wait_for(lambda: broker.zscore(ledger.INDEX, batch_id) is None)  # settled
     assert len(attempts) == 2

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -11,10 +10,9 @@ from typing import Any
 
 import pytest
 
-from continuum.cli.processes import spawn, stop
 from continuum.contract.queues import ALL_QUEUES
-
-FAULT_QUEUE = "faults"
+from continuum.processes import spawn, stop
+from tests.support.worker_processes import FAULT_QUEUE
 
 
 @pytest.fixture(autouse=True)
@@ -52,9 +50,3 @@ def start_worker(servers: Any, tmp_path: Path) -> Iterator[Callable[..., subproc
         stop(proc, timeout=20)
     for log in tmp_path.glob("*.log"):
         sys.stderr.write(f"--- {log.name} (tail) ---\n{log.read_text()[-3000:]}\n")
-
-
-def kill(proc: subprocess.Popen[bytes]) -> None:
-    """SIGKILL the worker and its pool children: no warm shutdown, nothing acked."""
-    os.killpg(proc.pid, 9)
-    proc.wait()

@@ -16,15 +16,15 @@ import psutil
 import pytest
 from sqlalchemy import text
 
-from continuum.contract import ledger
 from continuum.contract.client import MemoryClient
 from continuum.dev.embedded import EmbeddedServers
+from continuum.pipeline import redelivery
 from continuum.redis_client import get_broker_redis, get_redis
 from continuum.store.engine import session_scope
-from tests.conftest import TEST_HOME
-from tests.faults.conftest import FAULT_QUEUE, kill
 from tests.support.events import turn
+from tests.support.paths import TEST_HOME
 from tests.support.wait import wait_for
+from tests.support.worker_processes import FAULT_QUEUE, kill
 
 pytestmark = pytest.mark.slow
 
@@ -148,7 +148,7 @@ def test_redis_restart_during_ingest(db: Any, start_worker: Any, client: MemoryC
     def swept() -> bool:
         # What beat's `redeliver-events` does each minute: a batch the restart took from the
         # queue before a worker recorded it is resent from the in-flight ledger.
-        ledger.sweep(get_broker_redis(), client.emit_many, grace_s=15)
+        redelivery.sweep(get_broker_redis(), client.emit_many, grace_s=15)
         return figures("r-")["processed"] >= len(events)
 
     wait_for(swept, timeout=120, interval=1.0)
@@ -250,12 +250,12 @@ def test_a_hanging_llm_never_holds_back_ingestion(
     """`continuum worker` (no -Q) runs ingestion in its own worker: with every background
     child stuck in an LLM call (chunk judges and a session summary), turns still land at once
     (5 turns took 148 s before; with one worker on every queue this test fails)."""
-    from continuum.cli.processes import spawn, stop
     from continuum.contract.dispatch import send
     from continuum.contract.events import parse_event
     from continuum.contract.queues import EXTRACT_CHUNK, SUMMARIZE_SESSION
     from continuum.pipeline.ingest import ingest_batch
     from continuum.pipeline.sessions import finish_session
+    from continuum.processes import spawn, stop
     from tests.support.events import session_end
     from tests.support.fake_llm import fake_llm_server
 

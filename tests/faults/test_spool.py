@@ -18,8 +18,8 @@ from sqlalchemy import func, select
 
 from continuum.dev.embedded import EmbeddedServers
 from continuum.runtimes import spool
-from tests.conftest import ROOT, TEST_HOME
-from tests.runtimes.hooks import ANSWER, PROMPT, install, payload, run_hook, transcript
+from tests.support.claude_code_hooks import ANSWER, PROMPT, install, payload, run_hook, transcript
+from tests.support.paths import ROOT, TEST_HOME
 from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.slow
@@ -87,8 +87,8 @@ BOT = """
 import time
 from pipecat.frames.frames import ClientConnectedFrame, EndFrame
 from continuum.runtimes.pipecat import ContinuumObserver
-from tests.runtimes.hooks import ANSWER, PROMPT
-from tests.runtimes.voice import answer, call, heard
+from tests.support.claude_code_hooks import ANSWER, PROMPT
+from tests.support.pipecat_calls import answer, call, heard
 
 started = time.monotonic()
 call(ContinuumObserver(namespace="pc-spool", user_id="jason", session_id="call-down"),
@@ -101,7 +101,7 @@ def test_a_voice_call_goes_on_while_redis_is_down_and_its_events_wait_in_the_spo
     db: Any, tmp_path: Path, settings_env: Any, start_worker: Any
 ) -> None:
     pytest.importorskip("pipecat")
-    from tests.runtimes.voice import ended, stored
+    from tests.support.pipecat_calls import ended, stored
 
     home = tmp_path / "home"
     settings_env(home=home, redis_wait_s=1)

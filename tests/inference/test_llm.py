@@ -19,20 +19,8 @@ from continuum.store import metrics
 from continuum.store.engine import session_scope
 from continuum.store.models import Memory
 from tests.support.events import turn
-from tests.support.fake_llm import FakeLLM, fake_llm_server
-
-VERDICT = {
-    "category": "project_planning",
-    "importance": 8,
-    "memories": [
-        {"kind": "decision", "content": "Jason chose Hoffmann Landscaping for the garden.",
-         "importance": 9, "confidence": 0.9, "lines": [0]},
-        {"kind": "open_thread", "content": "Drainage cost is not yet confirmed by Hoffmann.",
-         "importance": 7, "lines": [1, 2]},
-        {"kind": "fact", "content": "Cites a line that does not exist.", "importance": 6,
-         "lines": [99]},
-    ],
-}  # fmt: skip
+from tests.support.fake_llm import FakeLLM, fake_llm_server, llm_for
+from tests.support.llm_answers import CHUNK, LINES, VERDICT
 
 
 @pytest.fixture
@@ -41,15 +29,6 @@ def fake(db: Any) -> Iterator[FakeLLM]:
     with fake_llm_server() as server:
         server.answer = VERDICT
         yield server
-
-
-def llm_for(fake: FakeLLM, timeout_s: float = 5.0, **options: Any) -> OpenAICompatibleLLM:
-    return OpenAICompatibleLLM(
-        fake.url, "fake-model", api_key="sk-test", timeout_s=timeout_s, **options
-    )
-
-
-LINES = ["[0] 2026-11-21 09:30 user: hello"]
 
 
 def test_good_answer_is_validated(fake: FakeLLM) -> None:
@@ -158,13 +137,6 @@ def test_unreachable_endpoint_is_unavailable(db: Any) -> None:
     llm = OpenAICompatibleLLM("http://127.0.0.1:9/v1", "m", timeout_s=0.5)
     with pytest.raises(LLMUnavailable):
         llm.ask(JUDGE, LINES, namespace="pearl")
-
-
-CHUNK = [
-    turn("Let's go with Hoffmann Landscaping for the garden.", message_id="m0", at=0),
-    turn("I'm still waiting for Hoffmann to confirm the drainage price.", message_id="m1", at=20),
-    turn("Noted, I'll keep the drainage question open.", role="assistant", message_id="m2", at=25),
-]
 
 
 def stored(trigger: str | None = None) -> list[Memory]:

@@ -21,9 +21,9 @@ from continuum.pipeline.ingest import ingest_batch
 from continuum.store import metrics
 from continuum.store.engine import session_scope
 from continuum.store.models import LlmCall
-from tests.api.test_metrics import scrape
-from tests.inference.test_llm import CHUNK, LINES, VERDICT, llm_for
-from tests.support.fake_llm import FakeLLM, fake_llm_server
+from tests.support.fake_llm import FakeLLM, fake_llm_server, llm_for
+from tests.support.llm_answers import CHUNK, LINES, VERDICT
+from tests.support.metrics import scrape
 
 runner = CliRunner()
 

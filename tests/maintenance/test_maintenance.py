@@ -14,14 +14,10 @@ from sqlalchemy import select, text
 
 from continuum.domain.kinds import KINDS
 from continuum.inference.embedding import vector_literal
-from continuum.maintenance import (
-    LOCK_KEY,
-    MaintenanceConfig,
-    maintain,
-    memory_md_path,
-    render_memory_md,
-)
-from continuum.memory.tools import MemoryTools
+from continuum.maintenance.rules import MaintenanceConfig
+from continuum.maintenance.run import LOCK_KEY, maintain
+from continuum.maintenance.workspace import memory_md_path, render_memory_md
+from continuum.memory.tool_calls import MemoryTools
 from continuum.redis_client import get_redis
 from continuum.store.engine import session_scope
 from continuum.store.models import Memory, MemoryLog, UserTask

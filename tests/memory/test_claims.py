@@ -13,7 +13,8 @@ from continuum.domain.memory import Claim, MemoryCandidate
 from continuum.memory.claims import conflicts
 from continuum.memory.writer import WriteContext, store_candidates
 from continuum.pipeline.ingest import ingest_batch
-from continuum.recall.search import SearchFilters, search
+from continuum.recall.scope import SearchFilters
+from continuum.recall.search import search
 from continuum.store.engine import session_scope
 from continuum.store.models import Memory, MemoryLog, UserTask
 from tests.support.events import T0, turn

@@ -11,7 +11,8 @@ from sqlalchemy import select
 
 from continuum.ephemeral.notify import memory_changed_channel
 from continuum.memory.preferences import get_preference, get_preferences, set_preference
-from continuum.memory.tools import MemoryTools, tool_definitions
+from continuum.memory.tool_calls import MemoryTools
+from continuum.memory.tool_schemas import tool_definitions
 from continuum.memory.user_tasks import complete_task, create_task, list_tasks
 from continuum.redis_client import get_redis
 from continuum.store.engine import session_scope

@@ -7,7 +7,12 @@ from typing import Any
 from sqlalchemy import func, select, text
 
 from continuum.pipeline.ingest import ingest_batch
-from continuum.recall.queries import day_messages, list_sessions, recent_messages, search_messages
+from continuum.recall.namespace_queries import (
+    day_messages,
+    list_sessions,
+    recent_messages,
+    search_messages,
+)
 from continuum.store.engine import session_scope
 from continuum.store.models import DeadLetter, Message, Session
 from tests.support.events import T0, session_end, turn

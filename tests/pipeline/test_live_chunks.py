@@ -16,10 +16,9 @@ from continuum.pipeline.ingest import ingest_batch
 from continuum.pipeline.live_chunks import PENDING_KEY, LiveChunk
 from continuum.store.engine import session_scope
 from continuum.store.models import LlmCall, Memory, Message, Session
-from tests.inference.test_llm import CHUNK, llm_for
-from tests.pipeline.test_llm_summary import ANSWER
 from tests.support.events import session_end, turn
-from tests.support.fake_llm import FakeLLM, fake_llm_server
+from tests.support.fake_llm import FakeLLM, fake_llm_server, llm_for
+from tests.support.llm_answers import CHUNK, SUMMARY
 from tests.support.wait import wait_for
 
 LIVE_VERDICT = {
@@ -111,7 +110,7 @@ def test_an_evented_session_reaches_the_llm_on_the_worker(
     fake: FakeLLM, worker: Any, client: Any, settings_env: Any
 ) -> None:
     settings_env(llm_base_url=fake.url, llm_model="fake-model")
-    fake.by_prompt = {"chunk_judge": LIVE_VERDICT, "session_summary": ANSWER}
+    fake.by_prompt = {"chunk_judge": LIVE_VERDICT, "session_summary": SUMMARY}
     get_llm.cache_clear()
     try:
         client.emit_many([*CHUNK, session_end(at=90)])

@@ -21,31 +21,17 @@ from continuum.pipeline.sessions import finish_session
 from continuum.store.engine import session_scope
 from continuum.store.models import LlmCall, Memory, Session
 from continuum.sync import sync
-from tests.inference.test_llm import llm_for
-from tests.pipeline.test_sessions import voice_turns
-from tests.support.events import session_end
-from tests.support.fake_llm import FakeLLM, fake_llm_server
+from tests.support.events import session_end, voice_turns
+from tests.support.fake_llm import FakeLLM, fake_llm_server, llm_for
+from tests.support.llm_answers import SUMMARY
+from tests.support.transcripts import copy_home
 from tests.support.wait import wait_for
-from tests.sync.test_sync import copy_home
-
-ANSWER = {
-    "summary": "Jason hired Hoffmann Landscaping for the garden, starting December 2nd; the "
-    "drainage price is still to be confirmed.",
-    "topics": ["Hoffmann Landscaping", "garden", "drainage"],
-    "decisions": ["Hoffmann Landscaping does the garden, starting December 2nd."],
-    "action_items": [
-        {"text": "Hoffmann confirms whether the price includes drainage.", "owner": "other",
-         "due": "2026-11-24"},
-    ],
-    "key_facts": ["Jason prefers the volume at 75%."],
-    "sentiment": "neutral",
-}  # fmt: skip
 
 
 @pytest.fixture
 def fake(db: Any) -> Iterator[FakeLLM]:
     with fake_llm_server() as server:
-        server.answer = ANSWER
+        server.answer = SUMMARY
         yield server
 
 
@@ -78,11 +64,11 @@ def test_the_llm_summary_replaces_the_deterministic_one(fake: FakeLLM) -> None:
     old, new = summaries()
     assert (old.id, old.status, old.superseded_by) == (summary_id, "superseded", new.id)
     assert (new.status, new.trigger, new.provenance) == ("active", TRIGGER, "inference")
-    assert new.content == ANSWER["summary"]
+    assert new.content == SUMMARY["summary"]
     assert new.details["action_items"] == [
         "Hoffmann confirms whether the price includes drainage. (due 2026-11-24T00:00:00)"
     ]
-    assert new.details["key_facts"] == ANSWER["key_facts"]
+    assert new.details["key_facts"] == SUMMARY["key_facts"]
     assert new.details["message_count"] == 4 and new.details["replaces"] == summary_id
     assert "source:llm" in new.tags and "topic:hoffmann-landscaping" in new.tags
     assert "session:voice-1" in new.tags and "source:system" not in new.tags
@@ -98,7 +84,7 @@ def test_the_llm_summary_replaces_the_deterministic_one(fake: FakeLLM) -> None:
 
 def test_an_invalid_summary_is_repaired_once(fake: FakeLLM) -> None:
     summary_id = ended_session()
-    fake.answers = [{**ANSWER, "sentiment": "ecstatic"}, ANSWER]
+    fake.answers = [{**SUMMARY, "sentiment": "ecstatic"}, SUMMARY]
     assert summarize_with_llm("pearl", "voice-1", summary_id, llm_for(fake)).status == "replaced"
     assert "sentiment" in fake.requests[1]["messages"][-1]["content"]
     assert outcomes() == [("session_summary", "repaired")]
@@ -106,7 +92,7 @@ def test_an_invalid_summary_is_repaired_once(fake: FakeLLM) -> None:
 
 def test_a_failed_repair_keeps_the_deterministic_summary(fake: FakeLLM) -> None:
     summary_id = ended_session()
-    fake.answers = [{**ANSWER, "topics": "garden"}, "Sure! Here is the summary: ..."]
+    fake.answers = [{**SUMMARY, "topics": "garden"}, "Sure! Here is the summary: ..."]
     result = summarize_with_llm("pearl", "voice-1", summary_id, llm_for(fake))
     assert result.status == "kept" and len(fake.requests) == 2
     [kept] = summaries()
@@ -144,7 +130,7 @@ def test_session_end_is_followed_by_the_llm_summary_on_the_worker(
         wait_for(lambda: [m.status for m in summaries()] == ["superseded", "active"], timeout=60)
     finally:
         get_llm.cache_clear()
-    assert summaries()[1].content == ANSWER["summary"]
+    assert summaries()[1].content == SUMMARY["summary"]
     assert ("session_summary", "ok") in outcomes()  # beside the live chunk's judge (fallback)
 
 
@@ -155,7 +141,7 @@ def test_synced_sessions_get_the_llm_summary_once_they_end(
     task: each deterministic summary is then replaced by the LLM's."""
     settings_env(llm_base_url=fake.url)
     small_talk = {"category": "small_talk", "importance": 2, "memories": []}
-    fake.by_prompt = {"session_summary": ANSWER, "chunk_judge": small_talk}
+    fake.by_prompt = {"session_summary": SUMMARY, "chunk_judge": small_talk}
     get_llm.cache_clear()
     try:
         assert sync(copy_home(tmp_path)).sessions_ended > 0

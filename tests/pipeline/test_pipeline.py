@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import func, select
 
 from continuum.contract.events import EventError
-from continuum.recall.queries import list_sessions, search_messages
+from continuum.recall.namespace_queries import list_sessions, search_messages
 from continuum.redis_client import get_redis
 from continuum.store.engine import session_scope
 from continuum.store.models import DeadLetter, Memory, Message, ProcessedEvent, Session

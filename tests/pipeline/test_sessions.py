@@ -17,21 +17,7 @@ from continuum.pipeline.ingest import ingest_batch
 from continuum.pipeline.sessions import finish_session, snapshot_idle, sweep_idle
 from continuum.store.engine import session_scope
 from continuum.store.models import Memory
-from tests.support.events import T0, session_end, turn
-
-VOICE = [
-    ("user", "Let's go with Hoffmann Landscaping for the garden, they start December 2nd."),
-    ("assistant", "Great, Hoffmann it is."),
-    ("user", "I'm still waiting for Hoffmann to confirm whether the price includes drainage."),
-    ("user", "Please keep the volume at 75%, it was too loud yesterday."),
-]
-
-
-def voice_turns(start: int = 0, namespace: str = "pearl") -> list[dict[str, Any]]:
-    return [
-        turn(text, role=role, message_id=f"v{start + i}", at=(start + i) * 20, namespace=namespace)
-        for i, (role, text) in enumerate(VOICE)
-    ]
+from tests.support.events import T0, session_end, turn, voice_turns
 
 
 def idle_event(**extra: Any) -> dict[str, Any]:

@@ -19,10 +19,8 @@ from continuum.pipeline.extraction import compaction_takeaways
 from continuum.pipeline.ingest import ingest_batch
 from continuum.store.engine import session_scope
 from continuum.store.models import LlmCall, Memory
-from tests.inference.test_llm import llm_for
-from tests.pipeline.test_sessions import voice_turns
-from tests.support.events import T0
-from tests.support.fake_llm import FakeLLM, fake_llm_server
+from tests.support.events import T0, voice_turns
+from tests.support.fake_llm import FakeLLM, fake_llm_server, llm_for
 from tests.support.wait import wait_for
 
 DUMP = {"kind": "pre_compaction", "namespace": "pearl", "session_id": "voice-1",

@@ -10,7 +10,8 @@ import pytest
 from sqlalchemy import func, select
 
 from continuum.pipeline.outbox import embed_pending, pending_counts
-from continuum.recall.search import SearchFilters, search
+from continuum.recall.scope import SearchFilters
+from continuum.recall.search import search
 from continuum.store.engine import session_scope
 from continuum.store.models import Memory, MemoryLog, ProcessedEvent
 from tests.support.events import T0, turn

@@ -12,64 +12,18 @@ from sqlalchemy import select, text
 
 from continuum.contract.events import SessionEndEvent
 from continuum.domain.kinds import KINDS
-from continuum.domain.memory import MemoryCandidate
 from continuum.ephemeral.handoff import send_handoff
 from continuum.inference.tokenizer import count_tokens
-from continuum.memory.writer import WriteContext, store_candidates
 from continuum.pipeline.ingest import ingest_batch
 from continuum.pipeline.outbox import embed_pending
 from continuum.pipeline.sessions import finish_session
-from continuum.recall.context import RecallConfig, context, recall_since_topic, render_when
+from continuum.recall.context import context, recall_since_topic
+from continuum.recall.items import RecallConfig
+from continuum.recall.render import render_when
 from continuum.store.engine import session_scope
 from continuum.store.models import MemoryLog
 from tests.support.events import session_end, turn
-
-NOW = datetime(2026, 11, 24, 9, 30, tzinfo=UTC)  # a Tuesday
-
-
-def remember(
-    content: str,
-    kind: str = "fact",
-    *,
-    importance: int = 6,
-    days_ago: float = 1,
-    namespace: str = "pearl",
-    user_id: str | None = "jason",
-    tags: tuple[str, ...] = (),
-    status: str = "active",
-    private: bool = False,
-    details: dict[str, Any] | None = None,
-    source: str | None = None,
-) -> int:
-    candidate = MemoryCandidate(
-        kind=kind,  # type: ignore[arg-type]
-        content=content,
-        tags=list(tags),
-        importance=importance,
-        confidence=0.8,
-        provenance="user_explicit",
-        source_message_ids=[source or f"src-{abs(hash(content)) % 10**8}"],
-        details=details or {},
-    )
-    ctx = WriteContext(namespace, "s1", user_id, "voice", NOW - timedelta(days=days_ago))
-    with session_scope() as db:
-        (memory_id,) = store_candidates(db, [(ctx, candidate)])
-        db.execute(
-            text("UPDATE memories SET status = :s, private = :p WHERE id = :id"),
-            {"s": status, "p": private, "id": memory_id},
-        )
-    return memory_id
-
-
-def add_task(title: str, status: str = "pending", user_id: str | None = "jason") -> None:
-    with session_scope() as db:
-        db.execute(
-            text(
-                "INSERT INTO tasks (namespace, user_id, title, status, created_at) "
-                "VALUES ('pearl', :u, :t, :s, :c)"
-            ),
-            {"u": user_id, "t": title, "s": status, "c": NOW - timedelta(days=2)},
-        )
+from tests.support.memories import NOW, add_task, remember
 
 
 @pytest.fixture

@@ -75,26 +75,27 @@ def test_a_window_is_ranked_exactly_unless_it_is_wide(
 ) -> None:
     """Few rows in the window: distances computed over them all. More than the limit: the
     HNSW index ranks them. Either way the same turn comes first."""
-    from continuum.recall import search as recall
+    from continuum.recall import rankings
+    from continuum.recall.search import search_in
 
     for weeks in range(4):
         when = datetime(2026, 11, 21, 10, tzinfo=UTC) - timedelta(weeks=weeks)
         session(f"w{weeks}", when, [("user", f"Baked sourdough bread, loaf number {weeks + 1}."),
                                     ("user", "Then I cleaned the kitchen.")])  # fmt: skip
     embed_pending()
-    monkeypatch.setattr(recall, "WINDOW_EXACT_ROWS", exact_rows)
+    monkeypatch.setattr(rankings, "WINDOW_EXACT_ROWS", exact_rows)
     used: list[str] = []
-    ranked = recall._ranked
+    ranked = rankings.ranked
 
     def spy(db_: Any, source: Any, channel: str, where: str, params: Any) -> Any:
         used.append(channel)
         return ranked(db_, source, channel, where, params)
 
-    monkeypatch.setattr(recall, "_ranked", spy)
+    monkeypatch.setattr(rankings, "ranked", spy)
     bound = text("SELECT current_setting('hnsw.max_scan_tuples')")
     with session_scope() as db_session:
-        hits = recall.search_in(db_session, "pearl", "what did I bake last weekend?", limit=1,
-                                now=NOW)  # fmt: skip
+        hits = search_in(db_session, "pearl", "what did I bake last weekend?", limit=1,
+                         now=NOW)  # fmt: skip
         assert ids(hits) == ["w0-0"] and "vector_in_window_rank" in hits[0].parts
         assert db_session.execute(bound).scalar() == "20000"  # the bound was for one query
     fallbacks = used.count("vector") - 2  # beyond the plain vector channel per source

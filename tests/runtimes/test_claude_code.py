@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from continuum.cli.main import app
 from continuum.runtimes import spool
 from continuum.runtimes.claude_code import EVENTS, last_assistant_turn
-from tests.runtimes.hooks import (
+from tests.support.claude_code_hooks import (
     ANSWER,
     ANSWER_UUID,
     PROMPT,

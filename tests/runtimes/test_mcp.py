@@ -21,7 +21,7 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from continuum.cli.processes import spawn, stop
+from continuum.processes import spawn, stop
 from tests.support.wait import wait_for
 
 TOOLS = {"remember", "memory_status", "recall", "search", "list_memories", "update_memory",

@@ -26,7 +26,7 @@ from pipecat.utils.time import time_now_iso8601
 
 from continuum.runtimes.context import session_context
 from continuum.runtimes.pipecat import ContinuumObserver, add_context, context_message
-from tests.runtimes.voice import PARTICIPANT, answer, call, ended, heard, stored
+from tests.support.pipecat_calls import PARTICIPANT, answer, call, ended, heard, stored
 from tests.support.wait import wait_for
 
 

@@ -7,8 +7,7 @@ from typing import Any
 
 import pytest
 
-KEK = "5a" * 32
-ENCRYPTED = "vault"
+from tests.support.encryption import ENCRYPTED, KEK
 
 
 @pytest.fixture
@@ -21,6 +20,6 @@ def encrypted(settings_env: Callable[..., None]) -> str:
 @pytest.fixture
 def dumps(servers: dict[str, str]) -> Any:
     """`dumps()` → (whole-database pg_dump, Redis RDB) as bytes."""
-    from tests.security.dumps import database_dump, redis_dump
+    from tests.support.dumps import database_dump, redis_dump
 
     return lambda: (database_dump(servers["database_url"]), redis_dump())

@@ -96,7 +96,7 @@ def test_marker_is_nowhere_at_rest_and_still_found(
 
 
 def test_listings_over_several_tenants_match_each_on_its_own_terms(db: Any, encrypted: str) -> None:
-    from continuum.recall.browse import MemoryFilters, MessageFilters, Window, memories, messages
+    from continuum.recall.listings import MemoryFilters, MessageFilters, Window, memories, messages
 
     ingest_batch(
         [
@@ -147,10 +147,10 @@ def test_synced_transcripts_are_sealed_and_still_found(
     from sqlalchemy import text
 
     from continuum.api.schemas import SessionOut
-    from continuum.recall.queries import search_messages
+    from continuum.recall.namespace_queries import search_messages
     from continuum.store.models import Session
     from continuum.sync import sync
-    from tests.security.conftest import KEK
+    from tests.support.encryption import KEK
 
     settings_env(encryption_key=KEK)  # every tenant
     home = tmp_path / "home"
@@ -197,7 +197,8 @@ def test_a_damaged_sealed_row_reads_as_unreadable_and_breaks_no_read(
 
     from continuum.pipeline.outbox import embed_pending, pending_counts
     from continuum.recall.context import context
-    from continuum.recall.search import SearchFilters, search
+    from continuum.recall.scope import SearchFilters
+    from continuum.recall.search import search
     from continuum.sealing.envelope import UNREADABLE, seal
 
     fine = "The copper kettle is in the attic."
@@ -229,8 +230,8 @@ def test_a_damaged_sealed_row_loaded_whole_reads_as_unreadable_and_can_be_forgot
     value as UNREADABLE instead of failing, and the damaged memory can still be forgotten."""
     from sqlalchemy import text
 
-    from continuum.memory.tools import MemoryTools
-    from continuum.recall.browse import MessageFilters, Window, messages
+    from continuum.memory.tool_calls import MemoryTools
+    from continuum.recall.listings import MessageFilters, Window, messages
     from continuum.sealing.envelope import UNREADABLE, open_compactions, seal
 
     moved = seal(encrypted, "jason", "messages.content", "The kettle is in the attic.")
@@ -280,7 +281,7 @@ def test_a_damaged_claim_in_force_neither_blocks_a_new_value_nor_the_conflict_li
     from sqlalchemy import text
 
     from continuum.memory.claims import conflicts
-    from continuum.memory.tools import MemoryTools
+    from continuum.memory.tool_calls import MemoryTools
     from continuum.sealing.envelope import UNREADABLE, seal
 
     user = MemoryTools(encrypted, user_id="jason", provenance="user_explicit")
@@ -310,7 +311,8 @@ def test_maintenance_leaves_a_damaged_memory_as_it_is_and_compresses_the_rest(
 
     from sqlalchemy import text
 
-    from continuum.maintenance import maintain, memory_md_path
+    from continuum.maintenance.run import maintain
+    from continuum.maintenance.workspace import memory_md_path
     from continuum.sealing.envelope import UNREADABLE, seal
 
     settings_env(workspace_dir=tmp_path)

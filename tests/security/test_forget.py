@@ -18,10 +18,11 @@ from typer.testing import CliRunner
 
 from continuum.cli.main import app
 from continuum.contract.events import parse_event
-from continuum.maintenance import memory_md_path, write_memory_md
+from continuum.maintenance.workspace import memory_md_path, write_memory_md
 from continuum.pipeline.ingest import _insert_turns, ingest_batch
 from continuum.recall.context import context
-from continuum.recall.search import SearchFilters, search
+from continuum.recall.scope import SearchFilters
+from continuum.recall.search import search
 from continuum.redis_client import get_redis
 from continuum.sealing.tombstones import guard_users
 from continuum.store.engine import session_scope

@@ -16,12 +16,12 @@ from typer.testing import CliRunner
 from continuum.cli.main import app
 from continuum.config import ConfigError
 from continuum.pipeline.ingest import ingest_batch
-from continuum.recall.queries import search_messages
+from continuum.recall.namespace_queries import search_messages
 from continuum.sealing.envelope import key_id_of, seal_with
 from continuum.sealing.keys import KeyUnavailable, keyring
 from continuum.store.engine import session_scope
 from continuum.store.models import DataKey
-from tests.security.conftest import ENCRYPTED, KEK
+from tests.support.encryption import ENCRYPTED, KEK
 from tests.support.events import turn
 
 runner = CliRunner()

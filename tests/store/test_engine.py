@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import text
 
 from continuum.api import create_app
-from continuum.recall.queries import list_sessions, recent_messages
+from continuum.recall.namespace_queries import list_sessions, recent_messages
 from continuum.recall.search import search
 from continuum.security.tokens import create_token
 from continuum.store.engine import session_scope

@@ -35,6 +35,23 @@ def turn(
     }
 
 
+# A short voice call: a decision, an open thread and a preference among small talk.
+VOICE = [
+    ("user", "Let's go with Hoffmann Landscaping for the garden, they start December 2nd."),
+    ("assistant", "Great, Hoffmann it is."),
+    ("user", "I'm still waiting for Hoffmann to confirm whether the price includes drainage."),
+    ("user", "Please keep the volume at 75%, it was too loud yesterday."),
+]
+
+
+def voice_turns(start: int = 0, namespace: str = "pearl") -> list[dict[str, Any]]:
+    """The VOICE call as turns 20 s apart, message ids v<start>, v<start+1>, ..."""
+    return [
+        turn(text, role=role, message_id=f"v{start + i}", at=(start + i) * 20, namespace=namespace)
+        for i, (role, text) in enumerate(VOICE)
+    ]
+
+
 def session_end(
     *, namespace: str = "pearl", session_id: str = "voice-1", channel: str = "voice", at: float = 60
 ) -> dict[str, Any]:

@@ -14,6 +14,8 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from continuum.inference.llm import OpenAICompatibleLLM
+
 
 class FakeLLM:
     """Set `mode` and `answer` (or queue `answers`, each used once: a dict is sent as JSON, a
@@ -93,6 +95,13 @@ def _handler(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
             return self._send(200, json.dumps(fake.completion(request, content)).encode())
 
     return Handler
+
+
+def llm_for(fake: FakeLLM, timeout_s: float = 5.0, **options: Any) -> OpenAICompatibleLLM:
+    """A real client of the fake endpoint."""
+    return OpenAICompatibleLLM(
+        fake.url, "fake-model", api_key="sk-test", timeout_s=timeout_s, **options
+    )
 
 
 @contextmanager

@@ -18,18 +18,20 @@ from sqlalchemy import func, select
 from continuum.store.engine import session_scope
 from continuum.store.models import Memory, Message, Session, TranscriptCursor
 from continuum.sync import problems, sync
+from tests.support.transcripts import (
+    ADVERSARIAL,
+    ARCHIVED_BESIDE_LIVE,
+    BROKEN,
+    CLAUDE_NO_TIME,
+    EMPTY,
+    GZIP,
+    NO_TIME,
+    RESET,
+    live,
+    make_store,
+    message_line,
+)
 from tests.support.wait import wait_for
-from tests.sync.test_sync import live, message_line
-from tests.transcripts.test_openclaw_sqlite import make_store
-
-ADVERSARIAL = Path(__file__).resolve().parents[1] / "fixtures" / "transcripts" / "adversarial"
-NO_TIME = "0a000001-0000-4000-8000-000000000001"
-ARCHIVED_BESIDE_LIVE = "0b000002-0000-4000-8000-000000000002"
-GZIP = "0c000003-0000-4000-8000-000000000003"
-BROKEN = "0d000004-0000-4000-8000-000000000004"
-EMPTY = "0e000005-0000-4000-8000-000000000005"
-RESET = "0f000006-0000-4000-8000-000000000006"
-CLAUDE_NO_TIME = "1a2b3c4d-0000-4000-8000-00000000c1a0"
 
 
 @pytest.fixture

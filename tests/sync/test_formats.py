@@ -23,7 +23,7 @@ from continuum.transcripts import (
     formats,
 )
 from continuum.transcripts.formats import Reader
-from tests.sync.test_sync import copy_home
+from tests.support.transcripts import copy_home
 
 
 @pytest.fixture

@@ -16,16 +16,15 @@ from sqlalchemy import select
 from continuum.store.engine import session_scope
 from continuum.store.models import CronReport, Message, Session, TranscriptCursor
 from continuum.sync import SyncProgress, cron_reports, sync
-from tests.sync.test_sync import (
+from tests.support.exactly_once import assert_exactly_once, stored_keys
+from tests.support.transcripts import (
     FIXTURE_MESSAGES,
     FIXTURE_PROBLEMS,
-    assert_exactly_once,
     copy_home,
     live,
+    make_store,
     message_line,
-    stored_keys,
 )
-from tests.transcripts.test_openclaw_sqlite import make_store
 
 
 @pytest.fixture

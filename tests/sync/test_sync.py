@@ -23,24 +23,21 @@ from continuum.sync import SyncProgress, cursors, namespace_for, sync
 from continuum.sync.engine import LOCK_NAME, _bytes_to_read
 from continuum.sync.sources import Options, SourceReport, sync_jsonl
 from continuum.transcripts import discover, parser_for, read_complete_lines
+from tests.support.exactly_once import assert_exactly_once, expected_keys, stored_keys
+from tests.support.transcripts import (
+    FIXTURE_HOME,
+    FIXTURE_MESSAGES,
+    FIXTURE_PROBLEMS,
+    copy_home,
+    live,
+    message_line,
+)
 from tests.support.wait import wait_for, waiting_on_a_lock
 
-FIXTURE_HOME = Path(__file__).resolve().parents[1] / "fixtures" / "transcripts" / "home"
 SESSIONS = FIXTURE_HOME / ".openclaw" / "agents" / "main" / "sessions"
 TELEGRAM = "b96c88e2-b875-4762-a8c3-fd495a27f5bd"
 ENTREPRENEUR = "a1e2b3c4-d5f6-4789-8abc-def012345678"
 ARCHIVED = "e4d5f6a7-b8c9-4d0e-a1f2-3b4c5d6e7f80"
-FIXTURE_MESSAGES = 36
-# Reported by every run over the fixture home: the dteam instance's sessions.json is malformed.
-FIXTURE_PROBLEMS = Counter(bad_sessions_index=1)
-Key = tuple[str, str, str]
-
-
-def copy_home(tmp_path: Path) -> Path:
-    """A private copy of the fixture home tree (tests change files in it)."""
-    target = tmp_path / "home"
-    shutil.copytree(FIXTURE_HOME, target)
-    return target
 
 
 @pytest.fixture
@@ -56,54 +53,11 @@ def sent(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, ...]]:
     return calls
 
 
-def expected_keys(home: Path) -> set[Key]:
-    """Every message the parsers find in the complete lines of every source."""
-    keys: set[Key] = set()
-    for source in discover(None, home).sources:
-        parser = parser_for(source)
-        result = parser.feed(read_complete_lines(source.path))
-        session_id = parser.context.session_id or source.session_id
-        assert session_id is not None
-        namespace = namespace_for(source.instance)
-        keys |= {(namespace, session_id, m.message_id) for m in result.messages}
-    return keys
-
-
-def stored_keys() -> list[Key]:
-    with session_scope() as db:
-        rows = db.execute(select(Message.namespace, Message.session_id, Message.message_id))
-        return [(ns, sid, mid) for ns, sid, mid in rows]
-
-
-def assert_exactly_once(home: Path) -> None:
-    keys = stored_keys()
-    assert len(keys) == len(set(keys))
-    assert set(keys) == expected_keys(home)
-    with session_scope() as db:
-        counts = dict(
-            db.execute(select(Message.session_id, func.count()).group_by(Message.session_id)).all()
-        )
-        sessions = {s.session_id: s.message_count for s in db.scalars(select(Session))}
-    assert {sid: n for sid, n in sessions.items() if n} == counts
-
-
 def cursor_of(path: Path) -> TranscriptCursor:
     with session_scope() as db:
         cursor = db.get(TranscriptCursor, str(path))
     assert cursor is not None
     return cursor
-
-
-def live(home: Path, session_id: str, instance: str = ".openclaw") -> Path:
-    return home / instance / "agents" / "main" / "sessions" / f"{session_id}.jsonl"
-
-
-def message_line(entry_id: str, parent: str, at: str, role: str, text_: str) -> str:
-    content = f'[{{"type":"text","text":"{text_}"}}]'
-    return (
-        f'{{"type":"message","id":"{entry_id}","parentId":"{parent}","timestamp":"{at}",'
-        f'"message":{{"role":"{role}","content":{content}}}}}\n'
-    )
 
 
 def test_first_sync_stores_every_message_once_and_the_next_skips_unchanged_files(

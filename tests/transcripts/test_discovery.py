@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -11,6 +10,7 @@ from continuum.transcripts import discover, discovery, instance_name, parser_for
 from continuum.transcripts.claude_code import ClaudeCodeParser
 from continuum.transcripts.codex import CodexParser
 from continuum.transcripts.openclaw import OpenClawParser
+from tests.support.transcripts import lock
 
 HOME = Path(__file__).resolve().parents[1] / "fixtures" / "transcripts" / "home"
 
@@ -102,18 +102,6 @@ def test_sqlite_store_is_a_source(tmp_path: Path) -> None:
         "main",
         None,
     )
-
-
-def lock(monkeypatch: pytest.MonkeyPatch, locked: Path) -> None:
-    """Listing `locked` fails as an unreadable directory does."""
-    real_scandir = os.scandir
-
-    def scandir(path: Path) -> object:
-        if Path(path) == locked:
-            raise PermissionError(13, "Permission denied", str(path))
-        return real_scandir(path)
-
-    monkeypatch.setattr(discovery.os, "scandir", scandir)
 
 
 def test_unreadable_directories_are_reported(monkeypatch: pytest.MonkeyPatch) -> None:

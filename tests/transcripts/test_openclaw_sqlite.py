@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from pathlib import Path
 
@@ -17,40 +16,7 @@ from continuum.transcripts.openclaw_sqlite import (
     read_events,
     session_heads,
 )
-
-CRON = (
-    Path(__file__).resolve().parents[1]
-    / "fixtures/transcripts/home/.openclaw/agents/main/sessions"
-    / "c0ffee12-3456-4789-abcd-ef0123456789.jsonl"
-)
-OTHER_EVENTS = [
-    {"type": "session", "version": 3, "id": "s-2", "timestamp": "2026-07-03T10:00:00.000Z"},
-    {
-        "type": "message",
-        "id": "0badc0de",
-        "parentId": None,
-        "timestamp": "2026-07-03T10:00:01.000Z",
-        "message": {"role": "user", "content": "Keep invoices in EUR.", "timestamp": 1783072801000},
-    },
-]
-
-
-def make_store(path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with sqlite3.connect(path) as conn:
-        conn.execute(
-            "CREATE TABLE transcript_events (session_id TEXT, seq INTEGER, event_json TEXT,"
-            " created_at INTEGER, PRIMARY KEY(session_id, seq))"
-        )
-        rows = [
-            ("s-1", seq, line, seq * 10)
-            for seq, line in enumerate(CRON.read_text().splitlines(), 1)
-        ]
-        rows += [("s-2", seq, json.dumps(event), 0) for seq, event in enumerate(OTHER_EVENTS, 1)]
-        rows.append(("s-2", 3, "{broken", 0))
-        conn.executemany("INSERT INTO transcript_events VALUES (?, ?, ?, ?)", rows)
-    conn.close()
-    return path
+from tests.support.transcripts import CRON, make_store
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from continuum.api.auth import ScopeDep
 from continuum.api.pagination import Page
 from continuum.api.params import ListingDep
 from continuum.api.schemas import CronReportOut
-from continuum.recall import browse
+from continuum.recall import listings
 
 router = APIRouter(prefix="/v1/cron-reports", tags=["cron reports"])
 
@@ -23,11 +23,11 @@ def list_cron_reports(
     q: Annotated[str | None, Query(max_length=500, description="Full-text query.")] = None,
 ) -> Page[CronReportOut]:
     """Cron reports, newest run first."""
-    rows = browse.cron_reports(scope.namespaces, listing.window, cron_name, q)
+    rows = listings.cron_reports(scope.namespaces, listing.window, cron_name, q)
     return listing.page.page([CronReportOut.model_validate(row) for row in rows])
 
 
 @router.get("/names")
 def list_cron_names(scope: ScopeDep) -> list[str]:
     """Every cron name with a report (for filters)."""
-    return browse.cron_names(scope.namespaces)
+    return listings.cron_names(scope.namespaces)

@@ -13,7 +13,7 @@ from continuum.api.pagination import Page
 from continuum.api.params import ListingDep
 from continuum.api.schemas import MemoryOut
 from continuum.domain.kinds import KINDS
-from continuum.recall import browse
+from continuum.recall import listings
 
 router = APIRouter(prefix="/v1/memories", tags=["memories"])
 Status = Literal["active", "superseded", "merged", "quarantined", "forgotten", "archived", "any"]
@@ -37,7 +37,7 @@ def list_memories(
     ] = False,
 ) -> Page[MemoryOut]:
     """Memories, newest first. Private ones only for their owner (`user_id` + `include_private`)."""
-    filters = browse.MemoryFilters(
+    filters = listings.MemoryFilters(
         query=q,
         kind=kind,
         status=None if status == "any" else status,
@@ -47,7 +47,7 @@ def list_memories(
         user_id=user_id,
         include_private=include_private and user_id is not None,
     )
-    rows = browse.memories(scope.namespaces, filters, listing.window)
+    rows = listings.memories(scope.namespaces, filters, listing.window)
     return listing.page.page([MemoryOut.model_validate(row) for row in rows])
 
 

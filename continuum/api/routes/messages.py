@@ -9,9 +9,11 @@ from fastapi import APIRouter, Query
 from continuum.api.auth import ScopeDep
 from continuum.api.pagination import Page
 from continuum.api.params import ListingDep
-from continuum.recall import browse
-from continuum.recall.queries import MessageHit
-from continuum.recall.search import CANDIDATES, SearchFilters, SearchHit, search
+from continuum.recall import listings
+from continuum.recall.fusion import SearchHit
+from continuum.recall.namespace_queries import MessageHit
+from continuum.recall.scope import SearchFilters
+from continuum.recall.search import CANDIDATES, search
 
 router = APIRouter(prefix="/v1", tags=["conversations"])
 Text = Annotated[str | None, Query(max_length=500)]
@@ -29,7 +31,7 @@ def list_messages(
     order: Literal["newest", "oldest"] = "newest",
 ) -> Page[MessageHit]:
     """Raw messages: full-text search (`q`), the last N, one `day`, one session, a date range."""
-    filters = browse.MessageFilters(
+    filters = listings.MessageFilters(
         query=q,
         role=role,
         session_id=session_id,
@@ -37,7 +39,7 @@ def list_messages(
         user_id=user_id,
         oldest_first=order == "oldest",
     )
-    return listing.page.page(browse.messages(scope.namespaces, filters, listing.window))
+    return listing.page.page(listings.messages(scope.namespaces, filters, listing.window))
 
 
 @router.get("/search")

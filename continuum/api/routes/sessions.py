@@ -14,7 +14,7 @@ from continuum.api.params import ListingDep
 from continuum.api.schemas import SessionOut
 from continuum.ephemeral import handoff as handoffs
 from continuum.ephemeral import sessions as live
-from continuum.recall import browse
+from continuum.recall import listings
 
 router = APIRouter(prefix="/v1", tags=["sessions"])
 Name = Annotated[str, Field(min_length=1, max_length=200)]
@@ -37,7 +37,7 @@ def list_sessions(
     ] = None,
 ) -> Page[SessionOut]:
     """Stored sessions, most recently active first."""
-    rows = browse.sessions(scope.namespaces, listing.window, channel, source)
+    rows = listings.sessions(scope.namespaces, listing.window, channel, source)
     return listing.page.page([SessionOut.model_validate(row) for row in rows])
 
 
@@ -50,7 +50,7 @@ def active_sessions(scope: ScopeDep) -> list[live.ActiveSession]:
 @router.get("/sessions/{session_id}")
 def get_session(scope: ScopeDep, session_id: str) -> SessionOut:
     """One session (its messages: /v1/messages?session_id=, its memories: /v1/memories?session_id=)."""
-    row = browse.find_session(scope.namespaces, session_id)
+    row = listings.find_session(scope.namespaces, session_id)
     if row is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, NOT_FOUND)
     return SessionOut.model_validate(row)

@@ -1,6 +1,6 @@
 """Memory tools over HTTP (R40–R43): store, update, forget, mark private.
 
-Each body is the tool's own argument model (`continuum.memory.tools`), so a missing or wrong field
+Each body is the tool's own argument model (`continuum.memory.tool_schemas`), so a missing or wrong field
 is a 422 naming it; the answer is the tool's result (`{success, memoryId, ...}`).
 """
 
@@ -11,10 +11,10 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, HTTPException, Query, status
 
 from continuum.api.auth import ScopeDep
-from continuum.memory.tools import (
+from continuum.memory.tool_calls import MemoryTools
+from continuum.memory.tool_schemas import (
     ForgetMemoryArgs,
     MarkPrivateArgs,
-    MemoryTools,
     StoreMemoryArgs,
     UpdateMemoryArgs,
 )

@@ -1,11 +1,12 @@
-"""Read-plane queries over raw messages, sessions and memories (continuum.recall.queries)."""
+"""Plain one-namespace queries over messages, sessions and memories
+(continuum.recall.namespace_queries)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from continuum.recall.queries import recent_memories
-from tests.recall.test_context import remember
+from continuum.recall.namespace_queries import recent_memories
+from tests.support.memories import remember
 
 
 def test_recent_memories_are_the_newest_listed_in_capture_order(db: Any) -> None:

@@ -12,9 +12,9 @@ from typing import Any
 from typer.testing import CliRunner
 
 from continuum.cli.main import app
+from tests.support.paths import FIXTURES
 
-ROOT = Path(__file__).resolve().parents[2]
-TRANSCRIPT = next((ROOT / "tests/fixtures/transcripts/home/.claude/projects").rglob("*.jsonl"))
+TRANSCRIPT = next((FIXTURES / "transcripts/home/.claude/projects").rglob("*.jsonl"))
 # The fixture's first exchange: a prompt, then thinking, text, a tool call, its result, text.
 PROMPT = "Let's switch the test suite to pytest-xdist; CI takes 3 minutes and that's too slow."
 ANSWER = (

@@ -1,8 +1,10 @@
-"""Filtered, paged listings for the API, Mission Control and the CLI, across namespaces.
+"""Filtered, paged listings across namespaces: what the API and Mission Control browse
+(messages, memories, sessions, cron reports, cron names), and what cron-report sync reads
+back. Every listing is scoped by `namespaces` (one instance or several, R77).
 
-These extend the read-plane queries of `continuum.recall.queries` (search, last N, one day) with the
-filters a browsing UI needs (role, session, channel, date range, cron name, memory kind,
-status, tags) and an offset, in one statement each. Every listing is scoped by `namespaces`.
+These extend the plain one-namespace queries of `recall.namespace_queries` (search, last N,
+one day) with the filters a browsing UI needs (role, session, channel, date range, cron
+name, memory kind, status, tags) and an offset, in one statement each.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any, TypeVarTuple
 
 from sqlalchemy import ARRAY, ColumnElement, Select, Text, and_, cast, func, literal, or_, select
 
-from continuum.recall.queries import MessageHit, full_text, message_hits
+from continuum.recall.namespace_queries import MessageHit, full_text, message_hits
 from continuum.sealing.terms import stored_tags
 from continuum.store.engine import session_scope
 from continuum.store.models import CronReport, Memory, Message, Session

@@ -1,4 +1,13 @@
-"""Read-plane queries over raw messages and sessions (R77), always scoped to one namespace."""
+"""Plain queries over one namespace's stored conversation (R77): raw messages by full-text
+search, the last N, one day; its sessions; its newest memories. Behind `continuum messages
+search|recent|day`, the demo's report and many tests: one namespace, no paging, no filters
+beyond a few keywords.
+
+Also the pieces `recall.listings` builds on: the full-text match in web-search syntax
+(`full_text`, on keyed terms for an encrypted tenant, R47) and the message hit it returns.
+Kept apart from those listings (several namespaces, filtered and paged, for the API and
+Mission Control) so each module's name says which of the two a caller gets.
+"""
 
 from __future__ import annotations
 

@@ -1,10 +1,9 @@
-"""Memory tools an LLM can call (R40–R43, R49): store, update, forget, mark private, list.
+"""Running the memory tools (R40–R43, R49): store, update, forget, mark private, list.
 
 `MemoryTools(namespace, ...)` is the Python API; `call(name, arguments)` runs a tool call as
 an LLM emits it (arguments as a dict or JSON text) and always answers with a JSON-able dict:
 `{"success": false, "message": ...}` names every missing or wrong field instead of raising.
-`tool_definitions("openai" | "anthropic")` gives the matching function schemas, generated
-from the same argument models, so definitions and validation never drift apart.
+The tools' names and argument models (what a client sees) are `continuum.memory.tool_schemas`.
 
 Writes go through the memory writer, so a stored claim supersedes, reinforces or is
 quarantined like any other (R24/R29). After a write in a live session the change is
@@ -17,19 +16,28 @@ import json
 import logging
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
+from typing import Any, cast
 
 import redis
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import ValidationError
 from sqlalchemy import func, or_, select, update
 from sqlalchemy.orm import Session as DbSession
 
-from continuum.domain.kinds import MemoryKind, kind_literal, kind_names
+from continuum.domain.kinds import MemoryKind
 from continuum.domain.memory import Provenance
 from continuum.domain.text import find_time_expression, snake
 from continuum.ephemeral.notify import notify_memory_changed
+from continuum.memory.tool_schemas import (
+    TOOLS,
+    ForgetMemoryArgs,
+    ListMemoriesArgs,
+    MarkPrivateArgs,
+    MemoryTarget,
+    StoreMemoryArgs,
+    UpdateMemoryArgs,
+    validation_problems,
+)
 from continuum.memory.writer import (
     WriteContext,
     explicit_candidate,
@@ -40,113 +48,7 @@ from continuum.store.engine import session_scope
 from continuum.store.models import Memory, MemoryLog
 
 log = logging.getLogger(__name__)
-if TYPE_CHECKING:
-    ToolMemoryType = MemoryKind
-else:  # the kinds a model may store through the tools
-    ToolMemoryType = kind_literal(kind_names(lambda spec: spec.tool_storable))
-ToolFormat = Literal["openai", "anthropic"]
 FORGETTABLE = ("active", "quarantined", "superseded", "merged", "archived")
-
-
-class _Args(BaseModel):
-    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
-
-
-def _key(value: str) -> str:
-    key = snake(value)
-    if not key or not key[0].isalpha():
-        raise ValueError("must contain letters and start with one, e.g. favorite_color")
-    return key
-
-
-Key = Annotated[str, Field(min_length=1, max_length=80), AfterValidator(_key)]
-
-
-class StoreMemoryArgs(_Args):
-    """Remember something about the user for future conversations."""
-
-    memory_type: ToolMemoryType = Field(description="What kind of memory this is.")
-    key: Key = Field(description="Short name, e.g. favorite_color.")
-    value: str = Field(min_length=1, max_length=280, description="What to remember.")
-    confidence: float = Field(default=0.8, ge=0, le=1, description="How sure you are, 0 to 1.")
-    suggest_reminder: bool = Field(
-        default=False, description="For a follow_up with a time: suggest a reminder."
-    )
-
-
-class UpdateMemoryArgs(_Args):
-    """Replace what is remembered under a key (creates it when unknown)."""
-
-    existing_key: Key = Field(description="Key to update (any case).")
-    new_value: str = Field(min_length=1, max_length=280, description="The new value.")
-    memory_type: ToolMemoryType | None = Field(default=None, description="Kind, if it changes.")
-    confidence: float | None = Field(default=None, ge=0, le=1, description="0 to 1.")
-
-
-class _Target(_Args):
-    key: str | None = Field(default=None, description="Key of the memory (every version).")
-    memory_id: int | None = Field(default=None, description="Id of one memory.")
-
-    @model_validator(mode="after")
-    def _one_target(self) -> _Target:
-        if (self.key is None) == (self.memory_id is None):
-            raise ValueError("give exactly one of key or memory_id")
-        return self
-
-
-class ForgetMemoryArgs(_Target):
-    """Forget a memory: hidden at once, purged for good by the next maintenance."""
-
-
-class MarkPrivateArgs(_Target):
-    """Mark a memory private: never shown in group or non-main contexts."""
-
-    private: bool = Field(default=True, description="False makes it visible again.")
-
-
-class ListMemoriesArgs(_Args):
-    """List what is remembered, newest first."""
-
-    memory_type: ToolMemoryType | None = Field(default=None, description="Only this kind.")
-    limit: int = Field(default=20, ge=1, le=100, description="At most this many.")
-
-
-def _problems(exc: ValidationError) -> str:
-    parts = []
-    for error in exc.errors():
-        field = ".".join(str(p) for p in error["loc"]) or "arguments"
-        if error["type"] == "missing":
-            parts.append(f"missing required field '{field}'")
-        elif error["type"] == "extra_forbidden":
-            parts.append(f"unknown field '{field}'")
-        else:
-            parts.append(f"'{field}': {error['msg']}")
-    return "; ".join(parts)
-
-
-@dataclass(frozen=True)
-class Tool:
-    name: str
-    args: type[_Args]
-    handler: Callable[[MemoryTools, Any], dict[str, Any]]
-
-    def schema(self) -> dict[str, Any]:
-        schema = _clean(self.args.model_json_schema())
-        schema.pop("description", None)  # the tool's own description says it
-        return dict(schema)
-
-
-def _clean(schema: Any) -> Any:
-    """Pydantic's JSON schema without titles and `anyOf [T, null]` noise."""
-    if isinstance(schema, list):
-        return [_clean(item) for item in schema]
-    if not isinstance(schema, dict):
-        return schema
-    options = schema.get("anyOf")
-    if options and {"type": "null"} in options and len(options) == 2:
-        rest = {k: v for k, v in schema.items() if k not in ("anyOf", "default")}
-        schema = {**next(o for o in options if o != {"type": "null"}), **rest}
-    return {k: _clean(v) for k, v in schema.items() if k != "title"}
 
 
 class MemoryTools:
@@ -182,9 +84,9 @@ class MemoryTools:
         except json.JSONDecodeError as exc:
             return {"success": False, "message": f"{name}: arguments are not JSON ({exc})"}
         except ValidationError as exc:
-            return {"success": False, "message": f"{name}: {_problems(exc)}"}
+            return {"success": False, "message": f"{name}: {validation_problems(exc)}"}
         self._call_id = call_id or uuid.uuid4().hex
-        return tool.handler(self, args)
+        return _HANDLERS[name](self, args)
 
     def store_memory(self, **arguments: Any) -> dict[str, Any]:
         return self.call("store_memory", arguments)
@@ -245,7 +147,7 @@ class MemoryTools:
         except redis.RedisError as exc:  # the write is committed; the refresh is best effort
             log.warning("memory change notification failed: %s", exc)
 
-    def _targets(self, db: DbSession, args: _Target) -> list[Memory]:
+    def _targets(self, db: DbSession, args: MemoryTarget) -> list[Memory]:
         stmt = self._scoped(select(Memory)).where(Memory.status.in_(FORGETTABLE))
         if args.key is not None:
             stmt = stmt.where(func.lower(Memory.key) == snake(args.key))
@@ -324,7 +226,7 @@ class MemoryTools:
         self._notify([memory_id], str(response["action"]))
         return response
 
-    def _set(self, args: _Target, values: dict[str, Any], action: str) -> dict[str, Any]:
+    def _set(self, args: MemoryTarget, values: dict[str, Any], action: str) -> dict[str, Any]:
         with session_scope() as db:
             ids = [m.id for m in self._targets(db, args)]
             if ids:
@@ -389,36 +291,11 @@ _STATUS_MESSAGES = {
     "superseded": "stored as history: a newer memory says otherwise",
     "duplicate": "already stored by this tool call",
 }
-TOOLS: dict[str, Tool] = {
-    tool.name: tool
-    for tool in (
-        Tool("store_memory", StoreMemoryArgs, MemoryTools._store),
-        Tool("update_memory", UpdateMemoryArgs, MemoryTools._update),
-        Tool("forget_memory", ForgetMemoryArgs, MemoryTools._forget),
-        Tool("mark_private", MarkPrivateArgs, MemoryTools._private),
-        Tool("list_memories", ListMemoriesArgs, MemoryTools._list),
-    )
+# What each tool does, by name (the names of `TOOLS`).
+_HANDLERS: dict[str, Callable[[MemoryTools, Any], dict[str, Any]]] = {
+    "store_memory": MemoryTools._store,
+    "update_memory": MemoryTools._update,
+    "forget_memory": MemoryTools._forget,
+    "mark_private": MemoryTools._private,
+    "list_memories": MemoryTools._list,
 }
-
-
-def tool_definitions(fmt: ToolFormat = "openai") -> list[dict[str, Any]]:
-    """Tool (function) definitions for an LLM API: OpenAI `tools` or Anthropic `tools`."""
-    definitions = []
-    for tool in TOOLS.values():
-        description = (tool.args.__doc__ or "").strip()
-        if fmt == "anthropic":
-            definitions.append(
-                {"name": tool.name, "description": description, "input_schema": tool.schema()}
-            )
-        else:
-            definitions.append(
-                {
-                    "type": "function",
-                    "function": {
-                        "name": tool.name,
-                        "description": description,
-                        "parameters": tool.schema(),
-                    },
-                }
-            )
-    return definitions

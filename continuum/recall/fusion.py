@@ -1,0 +1,172 @@
+"""Score fusion of hybrid search and the hits it returns: how each channel's ranking (from
+`recall.rankings`) adds to a hit's score, how a memory lifts its source turns, which turns a
+digest cites, and verbatim repeats kept once.
+
+This is where search quality is decided (`FusionWeights`), apart from the SQL that fetches
+the rankings, so a change of weighing cannot change what Postgres is asked and a change of
+query plan cannot change a score. The context block reads `SearchHit` and `evidence_turns`
+from here: a digest it pins cites its turns by the same rule as a digest search finds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy.orm import Session as DbSession
+
+from continuum.domain.memory import DIGEST_KINDS
+from continuum.domain.text import normalize_for_key
+from continuum.recall.rankings import Source, read_content, turns_by_message_id
+from continuum.recall.scope import SearchFilters, where_sql
+
+
+@dataclass(frozen=True)
+class FusionWeights:
+    """Weights of score fusion: score = Σ source × channel × the hit's normalized signal in
+    that channel's ranking (see `Fusion.add`)."""
+
+    vector: float = 1.0
+    text: float = 1.3
+    in_window: float = 1.0  # each of vector/text ranked again inside the query's time window
+    memory: float = 1.0
+    message: float = 1.0
+    memory_key: float = 0.9  # its source turns rank at least at this share of a memory's score
+    digest_evidence: float = 0.5  # a digest cites its turns scoring at least this share of it
+
+
+@dataclass
+class SearchHit:
+    source: Source
+    id: int
+    content: str
+    created_at: datetime
+    session_id: str | None
+    channel: str | None
+    kind: str  # memory kind, or the message role
+    importance: int | None
+    source_message_ids: list[str]
+    status: str = "active"
+    private: bool = False
+    score: float = 0.0
+    parts: dict[str, float] = field(default_factory=dict)
+    neighbours: list[dict[str, Any]] = field(default_factory=list)  # ±n turns, same session
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**self.__dict__, "created_at": self.created_at.isoformat()}
+
+
+def _hit(source: Source, row: Any) -> SearchHit:
+    return SearchHit(
+        source=source,
+        id=row.id,
+        content=read_content(source, row),
+        created_at=row.created_at,
+        session_id=row.session_id,
+        channel=row.channel,
+        kind=row.kind,
+        importance=row.importance,
+        source_message_ids=list(row.source_message_ids),
+        status=row.status,
+        private=row.private,
+    )
+
+
+def evidence_turns(
+    session_id: str | None, source_message_ids: list[str], turns: list[SearchHit]
+) -> list[str]:
+    """The ids of a digest's source turns among `turns` (message hits, in their order): what
+    a summary of a whole session is evidence of for one query."""
+    sources = set(source_message_ids)
+    return [
+        turn.source_message_ids[0]
+        for turn in turns
+        if turn.session_id == session_id and turn.source_message_ids[0] in sources
+    ]
+
+
+class Fusion:
+    """Accumulates each channel's score contributions per (source, id)."""
+
+    def __init__(self, weights: FusionWeights) -> None:
+        self.weights = weights
+        self.hits: dict[tuple[str, int], SearchHit] = {}
+
+    def _hit(self, source: Source, row: Any) -> SearchHit:
+        """The hit of `row`, made (and its text opened) the first time a channel finds it."""
+        hit = self.hits.get((source, row.id))
+        if hit is None:
+            hit = self.hits[(source, row.id)] = _hit(source, row)
+        return hit
+
+    def add(self, channel: str, ranked: list[tuple[Source, Any, float]], weight: float) -> None:
+        """Add one channel's joint ranking (best first) by its signal normalized on the scale
+        of the turns in it: BM25 as a share of the best turn's; a cosine similarity by its
+        place between the worst and best turn's (dense similarities crowd into a narrow
+        band). Turns thus score as they would alone, and a memory counts only as far as
+        its own signal places it among them (at most as much as the best turn)."""
+        vector = channel.startswith("vector")
+        values = [1 - signal if vector else signal for _, _, signal in ranked]
+        scale = [v for (source, _, _), v in zip(ranked, values, strict=True) if source == "message"]
+        scale = scale or values
+        top = max(scale, default=0.0)
+        floor = min(scale, default=0.0) if vector else 0.0
+        for rank, ((source, row, _), value) in enumerate(zip(ranked, values, strict=True), 1):
+            share = min((value - floor) / (top - floor), 1.0) if top > floor else 1.0
+            if share < 0:
+                continue  # a memory weaker than every turn the channel kept
+            hit = self._hit(source, row)
+            hit.score += getattr(self.weights, source) * weight * share
+            hit.parts[f"{channel}_rank"] = rank
+            if channel == "vector":
+                hit.parts["vector_similarity"] = round(value, 4)
+            elif channel == "text":
+                hit.parts["text_bm25"] = round(value, 4)
+
+    def propagate_to_sources(
+        self, db: DbSession, filters: SearchFilters, params: dict[str, Any]
+    ) -> None:
+        """A memory hit lifts the messages it was extracted from to `memory_key` of its
+        score (unless they score higher already): the turns show up right after it."""
+        best: dict[tuple[str, str], float] = {}
+        for hit in self.hits.values():
+            if hit.source != "memory" or hit.kind in DIGEST_KINDS or not hit.session_id:
+                continue
+            for message_id in hit.source_message_ids:
+                pair = (hit.session_id, message_id)
+                best[pair] = max(best.get(pair, 0.0), hit.score * self.weights.memory_key)
+        if not best:
+            return
+        where = where_sql("message", replace(filters, session_id=None), params)
+        for row in turns_by_message_id(db, where, params, list(best)):
+            hit = self._hit("message", row)
+            share = best[(row.session_id, row.source_message_ids[0])]
+            hit.score = max(hit.score, share)
+            hit.parts["memory_key"] = round(share, 6)
+
+    def ranked(self) -> list[SearchHit]:
+        """Best first; a text repeated verbatim (recurring small talk, a memory that copies
+        its turn) is kept once, at its best-scored occurrence, so copies cannot crowd out
+        everything else. A digest cites the turns of its session the query matched at least
+        `digest_evidence` as strongly as the digest itself (weaker ones are no evidence)."""
+        ordered = sorted(
+            self.hits.values(), key=lambda h: (-h.score, -h.created_at.timestamp(), h.id)
+        )
+        turns = [hit for hit in ordered if hit.source == "message"]
+        for hit in ordered:
+            if hit.source == "memory" and hit.kind in DIGEST_KINDS:
+                floor = self.weights.digest_evidence * hit.score
+                strong = [turn for turn in turns if turn.score >= floor]
+                hit.source_message_ids = evidence_turns(
+                    hit.session_id, hit.source_message_ids, strong
+                )
+        seen: set[str] = set()
+        unique = []
+        for hit in ordered:
+            key = normalize_for_key(hit.content)
+            if key not in seen:
+                seen.add(key)
+                hit.score = round(hit.score, 6)
+                unique.append(hit)
+        return unique

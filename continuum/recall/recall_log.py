@@ -1,0 +1,76 @@
+"""The recall log (R31, R27): every recall written to `memory_log` (action `recall`) with
+its query, topic slug, user, channel, budget, tokens injected and the refs it injected with
+their scores — and read back by topic-shift recall, which skips what a recall under the
+previous topic already injected.
+
+Writer and reader live together because they share one format (the `details` keys, the
+keyed topic label): a change to one must be a change to the other.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy import text
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.orm import Session as DbSession
+
+from continuum.recall.items import ContextResult, RecallRequest
+from continuum.sealing.envelope import seal
+from continuum.sealing.terms import keyed_label
+from continuum.sealing.tombstones import UserForgotten
+from continuum.store.engine import session_scope
+from continuum.store.models import MemoryLog
+
+
+def _logged_query(request: RecallRequest) -> str | None:
+    """The question as the recall log keeps it: sealed for the user of an encrypted tenant;
+    not at all for a forgotten user."""
+    try:
+        return seal(request.namespace, request.user_id, "memory_log.query", request.seed_text)
+    except UserForgotten:
+        return None
+
+
+def log_recall(db: DbSession, request: RecallRequest, result: ContextResult) -> None:
+    """One `memory_log` row for the recall `request` that gave `result`."""
+    details = {
+        "query_id": result.query_id,
+        "query": _logged_query(request),
+        "topic": keyed_label(request.namespace, result.topic),
+        "since_topic": request.since_topic and keyed_label(request.namespace, request.since_topic),
+        "user_id": request.user_id,
+        "channel": request.channel,
+        "max_tokens": request.max_tokens,
+        "tokens_injected": result.tokens_used,
+        "results": [{"ref": i.ref, "score": i.score} for i in result.items],
+        "excluded": len(result.excluded),
+    }
+    db.execute(
+        insert(MemoryLog).values(
+            namespace=request.namespace, action="recall", trigger="context", details=details
+        )
+    )
+
+
+def injected_for_topic(
+    namespace: str, topic: str, user_id: str | None, within: timedelta
+) -> frozenset[str]:
+    """Refs injected by recalls logged under `topic` (for this user) in the last `within`
+    (wall-clock time: when the recalls ran)."""
+    with session_scope() as db:
+        rows = db.execute(
+            text(
+                "SELECT details->'results' AS results FROM memory_log "
+                "WHERE namespace = :ns AND action = 'recall' AND details->>'topic' = :topic "
+                "AND created_at >= :since "
+                "AND (CAST(:uid AS text) IS NULL OR details->>'user_id' = :uid)"
+            ),
+            {
+                "ns": namespace,
+                "topic": keyed_label(namespace, topic),
+                "since": datetime.now(UTC) - within,
+                "uid": user_id,
+            },
+        )
+        return frozenset(item["ref"] for row in rows for item in row.results or [])
