@@ -137,9 +137,10 @@ def generate_corpus(root: Path, sessions: int, messages: int, seed: int = 7) -> 
 def _parsed_rows(home: Path) -> list[list[tuple[Any, ...]]]:
     """The rows the sync writes, per session, parsed once for the baselines (a plaintext
     tenant's: content as is, no keyed terms)."""
+    from continuum.domain.storable import json_text
     from continuum.sync.engine import namespace_for
+    from continuum.sync.rows import message_rows
     from continuum.sync.sources import session_facts
-    from continuum.sync.writer import message_rows
     from continuum.transcripts import discover, parser_for, read_complete_lines
 
     sessions = []
@@ -149,14 +150,15 @@ def _parsed_rows(home: Path) -> list[list[tuple[Any, ...]]]:
         facts = session_facts(
             source, namespace_for(source.instance), parser.context, source.channel
         )
-        sessions.append([(*row, None) for row in message_rows(facts, result.messages, {})])
+        rows = message_rows(facts, result.messages, {})
+        sessions.append([(*row[:-1], json_text(row.details), None) for row in rows])
     return sessions
 
 
 def _row_by_row(dsn: str, sessions: list[list[tuple[Any, ...]]], budget_s: float) -> float:
     import psycopg
 
-    from continuum.sync.writer import COLUMNS
+    from continuum.conversations.writer import COLUMNS
 
     columns = ", ".join(COLUMNS)
     placeholders = ", ".join(["%s"] * len(COLUMNS))
@@ -180,8 +182,8 @@ def _row_by_row(dsn: str, sessions: list[list[tuple[Any, ...]]], budget_s: float
 
 PLAIN_TABLE = (
     "CREATE TABLE {} (namespace text, session_id text, message_id text, parent_id text,"
-    " role text, content text, channel text, sender text, source text,"
-    " created_at timestamptz, details jsonb, tsv_keyed tsvector)"
+    " role text, content text, channel text, sender text, user_id text, source text,"
+    " created_at timestamptz, event_id uuid, details jsonb, tsv_keyed tsvector)"
 )
 MESSAGES_SHAPED_TABLE = "CREATE TABLE {} (LIKE messages INCLUDING ALL)"
 
@@ -197,7 +199,7 @@ def _fresh_table(conn: Any, table: str, ddl: str) -> None:
 def _copy(dsn: str, sessions: list[list[tuple[Any, ...]]], table: str, ddl: str) -> float:
     import psycopg
 
-    from continuum.sync.writer import COLUMNS
+    from continuum.conversations.writer import COLUMNS
 
     columns = ", ".join(COLUMNS)
     rows = sum(len(session) for session in sessions)

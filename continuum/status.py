@@ -21,7 +21,7 @@ from continuum.store.broker import broker_state
 from continuum.store.engine import session_scope
 from continuum.store.models import DeadLetter, SystemState
 from continuum.sync import problems
-from continuum.sync.summary import LAST_RUN_KEY
+from continuum.sync.run_report import LAST_RUN_KEY
 
 
 @dataclass(frozen=True)

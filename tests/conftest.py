@@ -147,3 +147,12 @@ def settings_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     yield apply
     monkeypatch.undo()
     get_settings.cache_clear()
+
+
+@pytest.fixture
+def encrypted(settings_env: Any) -> str:
+    """Encryption at rest on for the tenant `vault` only; returns its name."""
+    from tests.support.encryption import ENCRYPTED, KEK
+
+    settings_env(encryption_key=KEK, encryption_tenants=ENCRYPTED)
+    return ENCRYPTED

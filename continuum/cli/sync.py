@@ -22,7 +22,7 @@ from continuum.cli.common import (
 if TYPE_CHECKING:
     from rich.table import Table
 
-    from continuum.sync.summary import SyncProgress, SyncSummary
+    from continuum.sync.run_report import SyncProgress, SyncSummary
 
 app = typer.Typer()
 sync_app = typer.Typer(

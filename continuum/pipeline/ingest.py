@@ -1,23 +1,26 @@
 """The `events` stage: validate a batch of raw events and persist it with exactly-once effect.
 
-One transaction per batch: event ids are claimed in `processed_events`, raw turns go to
-`messages` (idempotent on namespace + session + message id), sessions are upserted and
-ended, and with an LLM configured the turns join their session's chunk for the LLM
+One transaction per batch: event ids are claimed in `processed_events`, raw turns and their
+sessions go through the conversation writer (`continuum.conversations.writer`: idempotent on
+namespace + session + message id, nothing of a private tenant), sessions are ended, and with
+an LLM configured the turns join their session's chunk for the LLM
 (`continuum.pipeline.live_chunks`; closed chunks are sent by the task after the commit).
-A crash before commit leaves nothing behind, so redelivery simply redoes the batch.
+The batch's Redis state is written last, before the commit: if Redis fails, the transaction
+rolls back and the batch is retried; a crash between those writes and the commit leaves
+Postgres untouched and Redis state that the redelivered batch writes again identically
+(every ephemeral write is idempotent), so redelivery simply redoes the batch.
 Invalid events are dead-lettered with their reason; the rest of the batch still lands.
 """
 
 from __future__ import annotations
 
-import itertools
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import select
 from sqlalchemy.exc import DataError
 from sqlalchemy.orm import Session as DbSession
 
@@ -34,6 +37,8 @@ from continuum.contract.events import (
     parse_event,
 )
 from continuum.contract.queues import INGEST_EVENTS
+from continuum.conversations import writer as conversation
+from continuum.conversations.writer import EVENT_SOURCE, MessageRow, SessionFacts
 from continuum.domain.memory import CaptureTurn, MemoryCandidate
 from continuum.ephemeral.turns import LiveTurn, add_stored_keys, record_turns
 from continuum.memory.writer import WriteContext, store_candidates
@@ -41,13 +46,11 @@ from continuum.pipeline import deadletters, sessions
 from continuum.pipeline.live_chunks import LiveChunk, claim_chunks
 from continuum.pipeline.turns import from_event, from_message
 from continuum.redis_client import get_redis
-from continuum.sealing.envelope import seal
-from continuum.sealing.terms import terms_for
 from continuum.sealing.tombstones import guard_users
 from continuum.store import metrics
-from continuum.store.bulk import insert_ignore, insert_rows
+from continuum.store.bulk import insert_ignore
 from continuum.store.engine import session_scope
-from continuum.store.models import Message, ProcessedEvent, Session
+from continuum.store.models import Message, ProcessedEvent
 
 
 @dataclass
@@ -133,7 +136,9 @@ def _activity_at(event: Event) -> datetime:
     return event.ts
 
 
-def _upsert_sessions(db: DbSession, events: list[Event]) -> None:
+def _session_facts(events: list[Event]) -> list[SessionFacts]:
+    """One fact per session of the batch: its first event's channel, user and time, and
+    the latest activity any of its events reports."""
     first: dict[tuple[str, str], Event] = {}
     last_ts: dict[tuple[str, str], datetime] = {}
     for event in events:
@@ -141,86 +146,35 @@ def _upsert_sessions(db: DbSession, events: list[Event]) -> None:
         first.setdefault(key, event)
         at = _activity_at(event)
         last_ts[key] = max(last_ts.get(key, at), at)
-    rows = [
-        {
-            "namespace": ns,
-            "session_id": sid,
-            "channel": event.channel,
-            "user_id": event.user_id,
-            "started_at": event.ts,
-            "last_activity_at": last_ts[(ns, sid)],
-        }
-        for (ns, sid), event in sorted(first.items())
-    ]
-    insert_rows(
-        db,
-        Session,
-        rows,
-        conflict=["namespace", "session_id"],
-        update={
-            "started_at": "least(sessions.started_at, excluded.started_at)",
-            "last_activity_at": "greatest(sessions.last_activity_at, excluded.last_activity_at)",
-            "user_id": "coalesce(sessions.user_id, excluded.user_id)",
-        },
-    )
-
-
-def _insert_turns(db: DbSession, turns: list[TurnEvent]) -> list[tuple[str, str]]:
-    """Insert raw turns (sealed, with keyed terms, for an encrypted tenant); return
-    (namespace, session_id) of each row actually inserted."""
-    if not turns:
-        return []
-    terms: list[str | None] = []
-    for namespace, group in itertools.groupby(turns, key=lambda turn: turn.namespace):
-        terms += terms_for(db, namespace, [turn.content for turn in group])
-    rows = [
-        {
-            "namespace": turn.namespace,
-            "session_id": turn.session_id,
-            "message_id": turn.effective_message_id,
-            "parent_id": turn.parent_id,
-            "role": turn.role,
-            "content": seal(turn.namespace, turn.user_id, "messages.content", turn.content),
-            "channel": turn.channel,
-            "user_id": turn.user_id,
-            "created_at": turn.ts,
-            "event_id": turn.event_id,
-            "details": turn.metadata,
-            "tsv_keyed": keyed,
-        }
-        for turn, keyed in zip(turns, terms, strict=True)
-    ]
-    inserted = insert_ignore(
-        db,
-        Message,
-        rows,
-        ["namespace", "session_id", "message_id"],
-        returning=["namespace", "session_id"],
-    )
-    counts: dict[tuple[str, str], int] = defaultdict(int)
-    for row in inserted:
-        counts[(row.namespace, row.session_id)] += 1
-    for (namespace, session_id), count in sorted(counts.items()):
-        db.execute(
-            update(Session)
-            .where(Session.namespace == namespace, Session.session_id == session_id)
-            .values(message_count=Session.message_count + count)
+    return [
+        SessionFacts(
+            namespace=ns,
+            session_id=sid,
+            channel=event.channel,
+            user_id=event.user_id,
+            started_at=event.ts,
+            last_activity_at=last_ts[(ns, sid)],
         )
-    return [(row.namespace, row.session_id) for row in inserted]
+        for (ns, sid), event in first.items()
+    ]
 
 
-def _end_sessions(db: DbSession, ends: list[SessionEndEvent]) -> None:
-    for end in ends:
-        db.execute(
-            update(Session)
-            .where(Session.namespace == end.namespace, Session.session_id == end.session_id)
-            .values(
-                status="ended",
-                ended_at=end.ended_at,
-                end_reason=end.reason,
-                last_activity_at=func.greatest(Session.last_activity_at, end.ended_at),
-            )
-        )
+def message_row(turn: TurnEvent) -> MessageRow:
+    return MessageRow(
+        namespace=turn.namespace,
+        session_id=turn.session_id,
+        message_id=turn.effective_message_id,
+        parent_id=turn.parent_id,
+        role=turn.role,
+        content=turn.content,
+        channel=turn.channel,
+        sender=None,
+        user_id=turn.user_id,
+        source=EVENT_SOURCE,
+        created_at=turn.ts,
+        event_id=turn.event_id,
+        details=turn.metadata,
+    )
 
 
 def _previous_turn(db: DbSession, turn: TurnEvent) -> CaptureTurn | None:
@@ -348,12 +302,13 @@ def _ingest(payloads: Sequence[Any], task_id: str | None) -> IngestResult:
         if not fresh:
             return result
         fresh.sort(key=lambda event: event.ts)
-        _upsert_sessions(db, fresh)
         turn_events = [event for event in fresh if isinstance(event, TurnEvent)]
+        inserted = conversation.write(
+            db, _session_facts(fresh), [message_row(turn) for turn in turn_events]
+        )
+        result.new_turns = [(message.namespace, message.session_id) for message in inserted]
+        result.messages_inserted = len(inserted)
         settings = get_settings()
-        stored = [event for event in turn_events if not settings.is_private(event.namespace)]
-        result.new_turns = _insert_turns(db, stored)
-        result.messages_inserted = len(result.new_turns)
         captured = _capture(db, turn_events)
         memory_ids = store_candidates(db, captured)
         for event in fresh:
@@ -366,7 +321,9 @@ def _ingest(payloads: Sequence[Any], task_id: str | None) -> IngestResult:
                     result.compactions.append(event_payload(event))
         result.memories_stored = len(memory_ids)
         ends = [event for event in fresh if isinstance(event, SessionEndEvent)]
-        _end_sessions(db, ends)
+        conversation.end_sessions(
+            db, [(end.namespace, end.session_id, end.ended_at, end.reason) for end in ends]
+        )
         result.sessions_ended = len(ends)
         if settings.llm_base_url:
             ended = {(end.namespace, end.session_id) for end in ends}

@@ -8,7 +8,7 @@ transaction per batch, keeps per-instance views, and feeds capture with what is 
 
 from continuum.sync.cron import CronReportHit, cron_reports
 from continuum.sync.engine import namespace_for, sync
-from continuum.sync.summary import ErrorSample, SyncProgress, SyncSummary
+from continuum.sync.run_report import ErrorSample, SyncProgress, SyncSummary
 from continuum.sync.views import view_names
 
 __all__ = [

@@ -26,9 +26,11 @@ from redis.lock import Lock
 from sqlalchemy.exc import DBAPIError, StatementError
 
 from continuum.config import get_settings
+from continuum.conversations.writer import SessionRaced
 from continuum.redis_client import get_quick_redis
 from continuum.store.engine import session_scope
 from continuum.sync import cursors, ending, feed, problems
+from continuum.sync.run_report import SyncProgress, SyncSummary, save_last_run
 from continuum.sync.sources import (
     DEFAULT_BATCH_LINES,
     READERS,
@@ -36,9 +38,7 @@ from continuum.sync.sources import (
     Outcome,
     SourceReport,
 )
-from continuum.sync.summary import SyncProgress, SyncSummary, save_last_run
 from continuum.sync.views import ensure_views
-from continuum.sync.writer import SessionRaced
 from continuum.transcripts import (
     Discovery,
     StoreLayoutError,

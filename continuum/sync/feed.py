@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from continuum.capture.chunking import chunk_messages
 from continuum.contract import dispatch
 from continuum.contract.queues import EXTRACT_CHUNK
-from continuum.sync.writer import InsertedMessage
+from continuum.conversations.writer import InsertedMessage
 
 
 def feed_capture(namespace: str, inserted: Iterable[InsertedMessage]) -> int:

@@ -18,20 +18,14 @@ from typing import Any
 
 from sqlalchemy.orm import Session as DbSession
 
+from continuum.conversations import writer as conversation
+from continuum.conversations.writer import InsertedMessage, SessionFacts
 from continuum.store.engine import session_scope
 from continuum.sync import cursors, problems
 from continuum.sync.cron import upsert_report
 from continuum.sync.cursors import Cursor, CursorOwner, FileStat
 from continuum.sync.problems import Found
-from continuum.sync.writer import (
-    InsertedMessage,
-    SessionFacts,
-    add_compactions,
-    insert_messages,
-    message_rows,
-    session_exists,
-    upsert_session,
-)
+from continuum.sync.rows import add_compactions, message_rows, session_exists
 from continuum.transcripts import (
     ParseError,
     ParseResult,
@@ -99,6 +93,7 @@ def session_facts(
         started_at=context.started_at or context.first_entry_at,
         last_activity_at=context.last_entry_at,
         ended_at=context.last_entry_at if source.ends_session else None,
+        end_reason="archived" if source.ends_session else None,
         details={key: value for key, value in details.items() if value},
     )
 
@@ -116,9 +111,10 @@ def apply_batch(
     """Write one parsed batch and the problems `found` in it (in the caller's transaction)."""
     facts = session_facts(source, namespace, context, channel)
     extra = {"topic_id": source.topic_id} if source.topic_id else {}
-    inserted = insert_messages(db, message_rows(facts, result.messages, extra))
-    if result.messages or session_exists(db, namespace, facts.session_id):
-        upsert_session(db, facts, len(inserted))  # never a session row without messages
+    # never a session row without messages
+    known = bool(result.messages) or session_exists(db, namespace, facts.session_id)
+    rows = message_rows(facts, result.messages, extra)
+    inserted = conversation.write(db, [facts] if known else [], rows, copy=True)
     add_compactions(db, namespace, facts.session_id, result.compactions)
     problems.record(db, run_id, namespace, str(source.path), found)
     outcome = Outcome(

@@ -1,20 +1,11 @@
-"""Fixtures for the encryption tests: a key-encryption key and an encrypted tenant."""
+"""Fixtures for the encryption tests: dumps of everything stored (the encrypted tenant is
+the root conftest's `encrypted`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import pytest
-
-from tests.support.encryption import ENCRYPTED, KEK
-
-
-@pytest.fixture
-def encrypted(settings_env: Callable[..., None]) -> str:
-    """Encryption on for the tenant `vault` only; returns its name."""
-    settings_env(encryption_key=KEK, encryption_tenants=ENCRYPTED)
-    return ENCRYPTED
 
 
 @pytest.fixture

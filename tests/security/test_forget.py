@@ -18,8 +18,9 @@ from typer.testing import CliRunner
 
 from continuum.cli.main import app
 from continuum.contract.events import parse_event
+from continuum.conversations.writer import write
 from continuum.maintenance.workspace import memory_md_path, write_memory_md
-from continuum.pipeline.ingest import _insert_turns, ingest_batch
+from continuum.pipeline.ingest import ingest_batch, message_row
 from continuum.recall.context import context
 from continuum.recall.scope import SearchFilters
 from continuum.recall.search import search
@@ -92,7 +93,7 @@ def test_forget_removes_a_user_from_every_store(
     writer = session_scope()
     s = writer.__enter__()
     assert guard_users(s, encrypted, ["jason"]) == set()
-    _insert_turns(s, [late])  # type: ignore[list-item]
+    write(s, [], [message_row(late)])  # type: ignore[arg-type]
     result: dict[str, Any] = {}
 
     def run() -> None:

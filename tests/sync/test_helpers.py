@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 
 from continuum.contract.queues import EXTRACT_CHUNK
+from continuum.conversations.writer import InsertedMessage
 from continuum.domain.storable import clean_json, clean_text, json_text
 from continuum.sync import namespace_for, view_names
 from continuum.sync.feed import feed_capture
-from continuum.sync.summary import MAX_ERROR_SAMPLES, SyncSummary
+from continuum.sync.run_report import MAX_ERROR_SAMPLES, SyncSummary
 from continuum.sync.views import view_slug
-from continuum.sync.writer import InsertedMessage
 
 T0 = datetime(2026, 2, 26, 22, 0, tzinfo=UTC)
 
@@ -68,10 +68,12 @@ def test_summary_keeps_counts_and_a_bounded_sample_of_errors() -> None:
 def test_feed_capture_sends_chunks_per_session(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[tuple[Any, ...]] = []
     monkeypatch.setattr("continuum.contract.dispatch.send", lambda *args: calls.append(args))
-    messages = [InsertedMessage("s1", f"m{i}", T0 + timedelta(seconds=i)) for i in range(12)]
+    messages = [
+        InsertedMessage("default", "s1", f"m{i}", T0 + timedelta(seconds=i)) for i in range(12)
+    ]
     messages += [
-        InsertedMessage("s2", "late", T0 + timedelta(minutes=9)),
-        InsertedMessage("s2", "early", T0),
+        InsertedMessage("default", "s2", "late", T0 + timedelta(minutes=9)),
+        InsertedMessage("default", "s2", "early", T0),
     ]
     assert feed_capture("default", messages) == 4
     assert calls == [

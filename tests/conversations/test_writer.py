@@ -1,6 +1,8 @@
-"""The bulk writer against real Postgres: a new session's batch COPYed straight into
-`messages`, and every way that can meet rows already there falling back to the
-conflict-safe path without losing or doubling a row."""
+"""The conversation writer against real Postgres: both doors (events, multi-row insert;
+transcripts, COPY) store a message once, count only what they stored, keep a private tenant's
+text out and seal an encrypted tenant's; a new session's COPY batch goes straight into
+`messages`, and every way that can meet rows already there falls back to the conflict-safe
+path without losing or doubling a row."""
 
 from __future__ import annotations
 
@@ -8,18 +10,19 @@ import threading
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
 from sqlalchemy import select, text
 
-from continuum.store.engine import session_scope
-from continuum.store.models import Message
-from continuum.sync.writer import (
-    COLUMNS,
+from continuum.conversations.writer import (
     InsertedMessage,
+    MessageRow,
     SessionFacts,
     SessionRaced,
-    insert_messages,
-    message_rows,
+    write,
 )
+from continuum.store.engine import session_scope
+from continuum.store.models import Message, Session
+from continuum.sync.rows import message_rows
 from continuum.transcripts import TranscriptMessage
 from tests.support.wait import wait_for, waiting_on_a_lock
 
@@ -27,7 +30,12 @@ T0 = datetime(2026, 2, 26, 22, 0, tzinfo=UTC)
 FACTS = SessionFacts(namespace="default", session_id="s1", source="openclaw")
 
 
-def rows(*ids: str) -> list[tuple[Any, ...]]:
+def insert_messages(db: Any, batch: list[MessageRow]) -> list[InsertedMessage]:
+    """The transcript door: COPY, no session row."""
+    return write(db, [], batch, copy=True)
+
+
+def rows(*ids: str) -> list[MessageRow]:
     messages = [
         TranscriptMessage(
             message_id=message_id,
@@ -54,7 +62,7 @@ def test_a_new_sessions_batch_is_stored_whole_and_returned_in_key_order(db: Any)
     with session_scope() as session:
         inserted = insert_messages(session, rows("m3", "m1", "m2"))
     assert inserted == [
-        InsertedMessage("s1", f"m{i}", T0 + timedelta(minutes=i)) for i in (1, 2, 3)
+        InsertedMessage("default", "s1", f"m{i}", T0 + timedelta(minutes=i)) for i in (1, 2, 3)
     ]
     assert stored_ids() == ["m1", "m2", "m3"]
 
@@ -71,8 +79,7 @@ def test_an_id_repeated_in_a_new_sessions_batch_is_stored_once_and_the_batch_goe
     db: Any,
 ) -> None:
     batch = rows("m1", "m2", "m1")
-    content = COLUMNS.index("content")
-    batch[2] = (*batch[2][:content], "a later line", *batch[2][content + 1 :])
+    batch[2] = batch[2]._replace(content="a later line")
     with session_scope() as session:
         assert inserted_ids(insert_messages(session, batch)) == ["m1", "m2"]
         session.execute(text("SELECT 1"))  # the transaction is still usable
@@ -106,3 +113,45 @@ def test_two_writers_of_the_same_new_session_store_each_message_once(db: Any) ->
     with session_scope() as session:
         assert inserted_ids(insert_messages(session, rows("m1", "m2", "m3"))) == ["m3"]
     assert stored_ids() == ["m1", "m2", "m3"]
+
+
+def count_and_contents(namespace: str = "default") -> tuple[int | None, list[str]]:
+    """The session's message_count and the contents stored raw (sealed or not)."""
+    with session_scope() as db:
+        count = db.scalar(select(Session.message_count).where(Session.namespace == namespace))
+        raw = db.execute(text("SELECT content FROM messages ORDER BY message_id")).scalars()
+        return count, list(raw)
+
+
+@pytest.mark.parametrize("copy", [False, True], ids=["events", "transcripts"])
+def test_both_doors_count_only_the_messages_they_stored(db: Any, copy: bool) -> None:
+    with session_scope() as session:
+        write(session, [FACTS], rows("m1", "m2"), copy=copy)
+    with session_scope() as session:
+        inserted = write(session, [FACTS], rows("m2", "m3"), copy=copy)
+    assert inserted_ids(inserted) == ["m3"]
+    assert count_and_contents() == (3, ["message m1", "message m2", "message m3"])
+
+
+@pytest.mark.parametrize("copy", [False, True], ids=["events", "transcripts"])
+def test_a_private_tenants_text_is_never_written_by_either_door(
+    db: Any, settings_env: Any, copy: bool
+) -> None:
+    settings_env(private_namespaces="default")
+    with session_scope() as session:
+        assert write(session, [FACTS], rows("m1", "m2"), copy=copy) == []
+    assert count_and_contents() == (0, [])  # the session is known, its text is not
+
+
+@pytest.mark.parametrize("copy", [False, True], ids=["events", "transcripts"])
+def test_an_encrypted_tenants_text_is_sealed_by_either_door_and_read_back(
+    db: Any, encrypted: str, copy: bool
+) -> None:
+    facts = SessionFacts(namespace=encrypted, session_id="s1", source="openclaw")
+    batch = [row._replace(namespace=encrypted) for row in rows("m1")]
+    with session_scope() as session:
+        write(session, [facts], batch, copy=copy)
+    count, raw = count_and_contents(encrypted)
+    assert count == 1 and raw[0].startswith("enc1:") and "message" not in raw[0]
+    with session_scope() as session:
+        assert session.scalar(select(Message.content)) == "message m1"
