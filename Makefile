@@ -21,7 +21,8 @@ install: $(STAMP)
 demo: install ## Servers up, migrate, worker, sample conversations, recall, stop.
 	$(BIN)/continuum demo
 
-test: install ## The default suite (fast), against real embedded servers and workers.
+test: install ## The layer contract, then the default suite (fast), against real embedded servers and workers.
+	$(BIN)/lint-imports
 	$(BIN)/pytest -m "not slow" -q
 
 test-faults: install ## Slow fault-injection tests: killed workers, restarted servers.
@@ -40,6 +41,7 @@ test-all: install
 	$(BIN)/pytest -q
 
 lint: install
+	$(BIN)/lint-imports
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy

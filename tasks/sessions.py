@@ -1,5 +1,5 @@
 """Session lifecycle tasks: session end and its LLM summary (extract queue), idle sweep
-(maintenance, beat) and narrative file appends (narrative queue, single consumer)."""
+(maintenance, beat) and narrative file appends (narrative queue, on the host that has the workspace files)."""
 
 from __future__ import annotations
 

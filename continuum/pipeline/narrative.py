@@ -6,8 +6,9 @@
 
 Appends are whole-line writes to a file opened with O_APPEND under an exclusive lock, so
 concurrent writers never tear a line; an entry already present is not written again, so a
-redelivered task appends nothing twice. The `narrative` queue has a single consumer on the
-host that owns the files.
+redelivered task appends nothing twice: any number of consumers (a prefork pool, several
+workers) may append at once. The `narrative` queue exists so that appends run on the host
+that has the workspace files; a worker without them should not consume it.
 """
 
 from __future__ import annotations

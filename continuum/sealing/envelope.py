@@ -34,7 +34,7 @@ from cryptography.exceptions import InvalidTag
 
 from continuum.config import get_settings
 from continuum.sealing.keys import NONCE_BYTES, DataKeyRef, KeyDestroyed, keyring
-from continuum.store.models import SEALED_PREFIX
+from continuum.store.models import SEALED_PREFIX, SealedReaders
 
 T = TypeVar("T")
 
@@ -215,3 +215,6 @@ def open_sealed_json(sealed: str, kind: str) -> Any:
     destroyed."""
     opened = open_text(sealed, kind)
     return None if opened == FORGOTTEN else json.loads(opened)
+
+
+SealedReaders.register(read_text, read_details)

@@ -4,6 +4,7 @@ in `continuum/store/migrations`; these classes mirror it for typed queries and b
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -39,6 +40,31 @@ TSV_MEMORIES_KEYED = f"coalesce(tsv_keyed, {TSV_MEMORIES})"
 SEALED_PREFIX = "enc1:"
 
 
+class SealedReaders:
+    """How sealed columns read back: `continuum.sealing.envelope` registers its decoders
+    here when it is imported (the store sits below sealing, whose keys live in its tables).
+    Any code that can have written a sealed value has imported sealing; a sealed value read
+    without a decoder is refused rather than shown as ciphertext."""
+
+    text: Callable[[str, str], str] | None = None
+    details: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+
+    @classmethod
+    def register(
+        cls,
+        text: Callable[[str, str], str],
+        details: Callable[[dict[str, Any]], dict[str, Any]],
+    ) -> None:
+        cls.text, cls.details = text, details
+
+    @staticmethod
+    def missing() -> RuntimeError:
+        return RuntimeError(
+            "a sealed value was read before any decoder was registered: import "
+            "continuum.sealing.envelope before reading an encrypted tenant's rows"
+        )
+
+
 class SealedText(TypeDecorator[str]):
     """Text that may be stored sealed (`continuum.sealing.envelope`): read back as plaintext.
     Writers seal explicitly, since sealing needs the row's tenant and user."""
@@ -53,11 +79,11 @@ class SealedText(TypeDecorator[str]):
     def process_result_value(self, value: str | None, dialect: Any) -> str | None:
         if value is None or not value.startswith(SEALED_PREFIX):
             return value
-        # Imported on first use: the key store reads this module's tables. A damaged value
-        # reads as UNREADABLE: code that writes opened text again opens it raw, strictly.
-        from continuum.sealing.envelope import read_text
-
-        return read_text(value, self.kind)
+        # A damaged value reads as UNREADABLE: code that writes opened text again opens it
+        # raw, strictly.
+        if SealedReaders.text is None:
+            raise SealedReaders.missing()
+        return SealedReaders.text(value, self.kind)
 
 
 class SealedDetails(TypeDecorator[dict[str, Any]]):
@@ -70,9 +96,9 @@ class SealedDetails(TypeDecorator[dict[str, Any]]):
     def process_result_value(self, value: Any, dialect: Any) -> Any:
         if not isinstance(value, dict) or "sealed" not in value:
             return value
-        from continuum.sealing.envelope import read_details  # as in SealedText
-
-        return read_details(value)
+        if SealedReaders.details is None:
+            raise SealedReaders.missing()
+        return SealedReaders.details(value)
 
 
 class Base(DeclarativeBase):
