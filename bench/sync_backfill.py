@@ -147,9 +147,7 @@ def _parsed_rows(home: Path) -> list[list[tuple[Any, ...]]]:
     for source in discover(None, home, CORPUS_KINDS).sources:
         parser = parser_for(source)
         result = parser.feed(read_complete_lines(source.path))
-        facts = session_facts(
-            source, namespace_for(source.instance), parser.context, source.channel
-        )
+        facts = session_facts(source, namespace_for(source.instance), parser.state, source.channel)
         rows = message_rows(facts, result.messages, {})
         sessions.append([(*row[:-1], json_text(row.details), None) for row in rows])
     return sessions

@@ -24,7 +24,7 @@ from continuum.maintenance.rules import (
 )
 from continuum.maintenance.workspace import write_memory_md
 from continuum.memory.claims import quarantine, reinforce, supersede
-from continuum.memory.writer import WriteContext, store_memories
+from continuum.memory.writer import WriteScope, store_memories
 from continuum.sealing.envelope import open_text
 
 
@@ -48,7 +48,7 @@ def _compress(db: DbSession, namespace: str, action: Action) -> int:
         trigger="compress",
         details={"compressed": action["ids"]},
     )
-    ctx = WriteContext(namespace, user_id=action["user_id"])
+    ctx = WriteScope(namespace, user_id=action["user_id"])
     # The summary is no observation itself: its corroboration is its members'.
     stored = store_memories(db, [(ctx, candidate)], {"corroboration": 0})
     if not stored:

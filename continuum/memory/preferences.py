@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import func, or_, select
 
 from continuum.domain.text import snake
-from continuum.memory.writer import WriteContext, explicit_candidate, store_memories
+from continuum.memory.writer import WriteScope, explicit_candidate, store_memories
 from continuum.store.engine import session_scope
 from continuum.store.models import Memory
 
@@ -132,7 +132,7 @@ def set_preference(
 ) -> Preference:
     """Set a preference as the user stated it (trust user_explicit): the new value supersedes
     the old one, the same value reinforces it."""
-    ctx = WriteContext(namespace, session_id, user_id, channel, datetime.now(UTC))
+    ctx = WriteScope(namespace, session_id, user_id, channel, datetime.now(UTC))
     candidate = explicit_candidate(
         "preference",
         snake(key),

@@ -39,7 +39,7 @@ from continuum.memory.tool_schemas import (
     validation_problems,
 )
 from continuum.memory.writer import (
-    WriteContext,
+    WriteScope,
     explicit_candidate,
     store_memories,
     stored_idempotency_key,
@@ -66,7 +66,7 @@ class MemoryTools:
         provenance: Provenance = "system",
         main_context: bool = False,
     ) -> None:
-        self.ctx = WriteContext(namespace, session_id, user_id, channel)
+        self.ctx = WriteScope(namespace, session_id, user_id, channel)
         self.provenance: Provenance = provenance
         self.main_context = main_context
 

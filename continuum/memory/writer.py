@@ -49,7 +49,10 @@ STORED_COLUMNS = (
 
 
 @dataclass(frozen=True)
-class WriteContext:
+class WriteScope:
+    """Whose memory a write is and where it comes from: tenant, session, user, channel and
+    the event time of its source turns."""
+
     namespace: str
     session_id: str | None = None
     user_id: str | None = None
@@ -65,7 +68,7 @@ def stored_idempotency_key(namespace: str, candidate: MemoryCandidate) -> str:
     return digest
 
 
-def _row(ctx: WriteContext, candidate: MemoryCandidate, now: datetime) -> dict[str, Any]:
+def _row(ctx: WriteScope, candidate: MemoryCandidate, now: datetime) -> dict[str, Any]:
     claim = candidate.claim
     ns, uid = ctx.namespace, ctx.user_id
     details = dict(candidate.details)
@@ -112,7 +115,7 @@ class Stored:
 
 def store_memories(
     db: DbSession,
-    items: Sequence[tuple[WriteContext, MemoryCandidate]],
+    items: Sequence[tuple[WriteScope, MemoryCandidate]],
     columns: Mapping[str, Any] | None = None,
 ) -> list[Stored]:
     """Insert candidates inside the caller's transaction (`columns` overrides row values, e.g.
@@ -161,7 +164,7 @@ def store_memories(
 
 
 def store_candidates(
-    db: DbSession, items: Sequence[tuple[WriteContext, MemoryCandidate]]
+    db: DbSession, items: Sequence[tuple[WriteScope, MemoryCandidate]]
 ) -> list[int]:
     """Insert candidates inside the caller's transaction; returns ids of new memories."""
     return [stored.id for stored in store_memories(db, items)]

@@ -30,7 +30,7 @@ from continuum.ephemeral.turns import stored_keys
 from continuum.inference.llm import LLMBadOutput, LLMOverBudget, OpenAICompatibleLLM
 from continuum.inference.prompts import chunk, takeaways
 from continuum.inference.prompts.base import numbered_lines
-from continuum.memory.writer import WriteContext, store_candidates
+from continuum.memory.writer import WriteScope, store_candidates
 from continuum.pipeline.sessions import (
     captured_sources,
     compaction_turns,
@@ -162,7 +162,7 @@ def extract_chunk(
     if not turns:
         return result
     first, last = turns[0], turns[-1]
-    ctx = WriteContext(namespace, session_id, first.user_id, first.channel, last.created_at)
+    ctx = WriteScope(namespace, session_id, first.user_id, first.channel, last.created_at)
     if not live:
         with session_scope() as db:
             stored = store_candidates(db, [(ctx, c) for c in key_moments(turns, "chunk")])
@@ -212,7 +212,7 @@ def compaction_takeaways(
     found = cited_candidates(answer.takeaways, turns, trigger)
     fresh = _not_captured(event.namespace, event.session_id, found)
     result.already_captured = len(found) - len(fresh)
-    ctx = WriteContext(event.namespace, event.session_id, event.user_id, event.channel, event.ts)
+    ctx = WriteScope(event.namespace, event.session_id, event.user_id, event.channel, event.ts)
     with session_scope() as db:
         result.llm = len(store_candidates(db, [(ctx, c) for c in fresh]))
     if result.llm:

@@ -41,7 +41,7 @@ from continuum.conversations import writer as conversation
 from continuum.conversations.writer import EVENT_SOURCE, MessageRow, SessionFacts
 from continuum.domain.memory import CaptureTurn, MemoryCandidate
 from continuum.ephemeral.turns import LiveTurn, add_stored_keys, record_turns
-from continuum.memory.writer import WriteContext, store_candidates
+from continuum.memory.writer import WriteScope, store_candidates
 from continuum.pipeline import deadletters, sessions
 from continuum.pipeline.live_chunks import LiveChunk, claim_chunks
 from continuum.pipeline.turns import from_event, from_message
@@ -193,9 +193,9 @@ def _previous_turn(db: DbSession, turn: TurnEvent) -> CaptureTurn | None:
     return from_message(row) if row is not None else None
 
 
-def _capture(db: DbSession, events: list[TurnEvent]) -> list[tuple[WriteContext, MemoryCandidate]]:
+def _capture(db: DbSession, events: list[TurnEvent]) -> list[tuple[WriteScope, MemoryCandidate]]:
     """Cheap key-moment detection on fresh turns (event-time order)."""
-    items: list[tuple[WriteContext, MemoryCandidate]] = []
+    items: list[tuple[WriteScope, MemoryCandidate]] = []
     previous: dict[tuple[str, str], CaptureTurn | None] = {}
     for event in events:
         session = (event.namespace, event.session_id)
@@ -204,9 +204,7 @@ def _capture(db: DbSession, events: list[TurnEvent]) -> list[tuple[WriteContext,
         current = from_event(event)
         if current is None:
             continue
-        ctx = WriteContext(
-            event.namespace, event.session_id, event.user_id, event.channel, event.ts
-        )
+        ctx = WriteScope(event.namespace, event.session_id, event.user_id, event.channel, event.ts)
         found = detect_key_moments(current, previous=previous[session])
         items += [(ctx, candidate) for candidate in found]
         previous[session] = current
@@ -214,7 +212,7 @@ def _capture(db: DbSession, events: list[TurnEvent]) -> list[tuple[WriteContext,
 
 
 def _record_ephemeral(
-    events: list[TurnEvent], captured: list[tuple[WriteContext, MemoryCandidate]]
+    events: list[TurnEvent], captured: list[tuple[WriteScope, MemoryCandidate]]
 ) -> None:
     """Registry, topic, recent and transcript buffers, and the keys stored during each
     session (R45) — idempotent, one Redis round trip for the whole batch."""

@@ -24,7 +24,7 @@ from continuum.inference.llm import LLMBadOutput, LLMOverBudget, OpenAICompatibl
 from continuum.inference.prompts import summary
 from continuum.inference.prompts.base import numbered_lines
 from continuum.memory.claims import supersede
-from continuum.memory.writer import WriteContext, store_candidates
+from continuum.memory.writer import WriteScope, store_candidates
 from continuum.pipeline.sessions import session_turns
 from continuum.store.engine import session_scope
 from continuum.store.models import Memory, Session
@@ -110,7 +110,7 @@ def summarize_with_llm(
     except (LLMBadOutput, LLMOverBudget) as exc:
         return LLMSummaryResult("kept", str(exc)[:200])
     candidate = summary_candidate(answer, replaced, [t.message_id for t in turns])
-    ctx = WriteContext(namespace, session_id, session.user_id, session.channel, replaced.created_at)
+    ctx = WriteScope(namespace, session_id, session.user_id, session.channel, replaced.created_at)
     with session_scope() as db:
         active = db.scalar(
             select(Memory.id)

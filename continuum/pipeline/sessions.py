@@ -26,7 +26,7 @@ from continuum.domain.memory import CaptureTurn, MemoryCandidate, SessionSummary
 from continuum.ephemeral.notify import notify_memory_changed
 from continuum.ephemeral.sessions import idle_sessions, take_idle
 from continuum.ephemeral.turns import add_stored_keys, clear_session, stored_keys, transcript
-from continuum.memory.writer import WriteContext, store_candidates
+from continuum.memory.writer import WriteScope, store_candidates
 from continuum.pipeline.turns import from_message
 from continuum.store.engine import session_scope
 from continuum.store.models import Memory, Message, Session
@@ -82,8 +82,8 @@ def _lock_session(db: DbSession, namespace: str, session_id: str) -> Session | N
     )
 
 
-def _context(session: Session, at: datetime | None) -> WriteContext:
-    return WriteContext(session.namespace, session.session_id, session.user_id, session.channel, at)
+def _context(session: Session, at: datetime | None) -> WriteScope:
+    return WriteScope(session.namespace, session.session_id, session.user_id, session.channel, at)
 
 
 # -- idle (R25) ---------------------------------------------------------------------
@@ -171,7 +171,7 @@ def pre_compaction_dump(db: DbSession, event: PreCompactionEvent) -> list[int]:
     snapshot = session_snapshot(turns, trigger=trigger)
     if snapshot is not None:
         candidates.append(snapshot)
-    ctx = WriteContext(event.namespace, event.session_id, event.user_id, event.channel, event.ts)
+    ctx = WriteScope(event.namespace, event.session_id, event.user_id, event.channel, event.ts)
     add_stored_keys(event.namespace, event.session_id, [c.key for c in candidates if c.key])
     return store_candidates(db, [(ctx, c) for c in candidates])
 

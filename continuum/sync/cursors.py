@@ -1,7 +1,7 @@
 """Transcript cursors: how far each source was read, and whether it changed since.
 
 A JSONL file's cursor is its byte offset after the last complete line read, plus the
-parser's `SessionContext` (in `details`) so parsing resumes exactly where it stopped. A
+parser's `ParserState` (in `details`) so parsing resumes exactly where it stopped. A
 SQLite store has one cursor for the whole file (its fingerprint) and one per session
 (`<path>#<session_id>`, resumed by `seq`). Writers hold a per-source advisory lock for the
 whole transaction, so two overlapping syncs can never both apply the same batch.
@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session as DbSession
 from continuum.domain.storable import clean_json
 from continuum.store.bulk import insert_rows
 from continuum.store.models import TranscriptCursor
-from continuum.transcripts import SessionContext
+from continuum.transcripts import ParserState
 
 HEAD_BYTES = 4096
 
@@ -58,11 +58,11 @@ class Cursor:
     seq: int = 0
     details: dict[str, Any] = field(default_factory=dict)
 
-    def context(self) -> SessionContext | None:
-        """The parser context saved with the cursor, if any."""
+    def state(self) -> ParserState | None:
+        """The parser state saved with the cursor, if any."""
         saved = self.details.get("context")
         try:
-            return SessionContext.model_validate(saved) if saved else None
+            return ParserState.model_validate(saved) if saved else None
         except ValidationError:
             return None
 

@@ -2,7 +2,7 @@
 
 Each transaction takes the source's advisory lock, re-reads its committed cursor, reads
 the next batch of complete lines (JSONL, by byte offset) or events (SQLite, by seq),
-parses it with the restored `SessionContext`, writes messages, session row, compactions
+parses it with the restored `ParserState`, writes messages, session row, compactions
 and cron report, and moves the cursor — all or nothing (R75). Counting and the capture
 feed happen only after the commit.
 """
@@ -29,7 +29,7 @@ from continuum.sync.rows import add_compactions, message_rows, session_exists
 from continuum.transcripts import (
     ParseError,
     ParseResult,
-    SessionContext,
+    ParserState,
     TranscriptSource,
     binary_format,
     format_of,
@@ -80,19 +80,19 @@ class Options:
 
 
 def session_facts(
-    source: TranscriptSource, namespace: str, context: SessionContext, channel: str | None
+    source: TranscriptSource, namespace: str, state: ParserState, channel: str | None
 ) -> SessionFacts:
-    label = f"cron:{context.cron.slug}" if context.cron else format_of(source.kind).label
-    details = {"cwd": context.cwd, "agent_id": source.agent_id}
+    label = f"cron:{state.cron.slug}" if state.cron else format_of(source.kind).label
+    details = {"cwd": state.cwd, "agent_id": source.agent_id}
     return SessionFacts(
         namespace=namespace,
-        session_id=context.session_id or source.session_id or "",
+        session_id=state.session_id or source.session_id or "",
         source=label,
-        channel=channel or context.channel,
-        model=context.model,
-        started_at=context.started_at or context.first_entry_at,
-        last_activity_at=context.last_entry_at,
-        ended_at=context.last_entry_at if source.ends_session else None,
+        channel=channel or state.channel,
+        model=state.model,
+        started_at=state.started_at or state.first_entry_at,
+        last_activity_at=state.last_entry_at,
+        ended_at=state.last_entry_at if source.ends_session else None,
         end_reason="archived" if source.ends_session else None,
         details={key: value for key, value in details.items() if value},
     )
@@ -104,12 +104,12 @@ def apply_batch(
     namespace: str,
     channel: str | None,
     result: ParseResult,
-    context: SessionContext,
+    state: ParserState,
     found: list[Found],
     run_id: str,
 ) -> Outcome:
     """Write one parsed batch and the problems `found` in it (in the caller's transaction)."""
-    facts = session_facts(source, namespace, context, channel)
+    facts = session_facts(source, namespace, state, channel)
     extra = {"topic_id": source.topic_id} if source.topic_id else {}
     # never a session row without messages
     known = bool(result.messages) or session_exists(db, namespace, facts.session_id)
@@ -147,12 +147,12 @@ def _owner(source: TranscriptSource, namespace: str, session_id: str | None) -> 
     return CursorOwner(namespace, source.kind, session_id, source.archived)
 
 
-def _resume_at(cursor: Cursor, path: Path, stat: FileStat) -> tuple[int, SessionContext | None]:
+def _resume_at(cursor: Cursor, path: Path, stat: FileStat) -> tuple[int, ParserState | None]:
     """Where to resume a JSONL file: the cursor, or 0 for a new, rewritten or shrunk file."""
     if cursor.byte_offset == 0 or not cursor.same_file(path, stat):
         return 0, None
-    context = cursor.context()
-    return (cursor.byte_offset, context) if context is not None else (0, None)
+    state = cursor.state()
+    return (cursor.byte_offset, state) if state is not None else (0, None)
 
 
 def sync_jsonl(
@@ -174,9 +174,9 @@ def sync_jsonl(
             if first and options.skips(cursor, stat):
                 return  # another run read it meanwhile
             if first and options.backfill:
-                offset, context = 0, None
+                offset, state = 0, None
             else:
-                offset, context = _resume_at(cursor, path, stat)
+                offset, state = _resume_at(cursor, path, stat)
                 report.restarted += offset == 0 and cursor.byte_offset > 0
             lines: int | None = 0 if offset == 0 else cursor.details.get("lines")
             if offset == 0:
@@ -188,7 +188,7 @@ def sync_jsonl(
                 )
             else:  # one problem for the whole file, not one per "line" of it
                 batch = LineBatch(start_offset=offset, next_offset=stat.size)
-            parser = parser_for(source, context)
+            parser = parser_for(source, state)
             result = parser.feed(batch)
             found = [_located(error, lines) for error in result.errors]
             if binary is not None and offset == 0:
@@ -199,21 +199,21 @@ def sync_jsonl(
                 namespace,
                 source.channel,
                 result,
-                parser.context,
+                parser.state,
                 found,
                 options.run_id,
             )
             head = min(batch.next_offset, cursors.HEAD_BYTES)
             cursor.byte_offset = batch.next_offset
             cursor.details = {
-                "context": parser.context.model_dump(mode="json"),
+                "context": parser.state.model_dump(mode="json"),
                 "head": {"length": head, "digest": cursors.head_digest(path, head)},
             }
             if lines is not None:
                 cursor.details["lines"] = lines + batch.line_count
             if binary is not None:
                 cursor.details["binary"] = binary
-            cursors.save(db, cursor, _owner(source, namespace, parser.context.session_id), stat)
+            cursors.save(db, cursor, _owner(source, namespace, parser.state.session_id), stat)
         report.read = True
         report.outcomes.append(outcome)
         first = False
@@ -269,9 +269,9 @@ class _StoreSession:
         while True:
             with session_scope() as db:
                 cursor = cursors.lock_and_load(db, key)
-                context = None if fresh or cursor.seq > self.head else cursor.context()
-                report.restarted += context is None and cursor.seq > 0 and not fresh
-                after = cursor.seq if context is not None else 0
+                state = None if fresh or cursor.seq > self.head else cursor.state()
+                report.restarted += state is None and cursor.seq > 0 and not fresh
+                after = cursor.seq if state is not None else 0
                 if after >= self.head:
                     return
                 events = read_events(self.source.path, self.session_id, after, options.batch_lines)
@@ -279,9 +279,7 @@ class _StoreSession:
                     return
                 if after == 0:
                     problems.resolve(db, [str(self.source.path)], session_id=self.session_id)
-                parser = parser_for(
-                    self.source, context or SessionContext(session_id=self.session_id)
-                )
+                parser = parser_for(self.source, state or ParserState(session_id=self.session_id))
                 result = parse_events(parser, events)
                 found = [  # a store event's `line_no` is its seq
                     Found(e.kind, e.detail, session_id=self.session_id, seq=e.line_no)
@@ -293,12 +291,12 @@ class _StoreSession:
                     self.namespace,
                     self.channel,
                     result,
-                    parser.context,
+                    parser.state,
                     found,
                     options.run_id,
                 )
                 cursor.seq = events[-1].seq
-                cursor.details = {"context": parser.context.model_dump(mode="json")}
+                cursor.details = {"context": parser.state.model_dump(mode="json")}
                 owner = _owner(self.source, self.namespace, self.session_id)
                 cursors.save(db, cursor, owner, None)
             report.outcomes.append(outcome)

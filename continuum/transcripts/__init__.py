@@ -30,7 +30,7 @@ from continuum.transcripts.models import (
     CronReport,
     ParseError,
     ParseResult,
-    SessionContext,
+    ParserState,
     TranscriptMessage,
 )
 from continuum.transcripts.openclaw import OpenClawParser
@@ -61,7 +61,7 @@ __all__ = [
     "OpenClawParser",
     "ParseError",
     "ParseResult",
-    "SessionContext",
+    "ParserState",
     "SessionIndexEntry",
     "StoreLayoutError",
     "StoredEvent",

@@ -56,7 +56,7 @@ class ClaudeCodeParser(EntryParser):
             leaf = entry.get("leafUuid")
             compaction_id = leaf if isinstance(leaf, str) else line.locator
             result.compactions.append(
-                Compaction.from_summary(compaction_id, self.context.last_entry_at, summary)
+                Compaction.from_summary(compaction_id, self.state.last_entry_at, summary)
             )
         elif kind in ("user", "assistant"):
             self._message(entry, kind, line, at, result)
@@ -64,7 +64,7 @@ class ClaudeCodeParser(EntryParser):
             result.skip("system" if kind == "system" else "unknown_entry")
 
     def _session_facts(self, entry: Entry, at: datetime | None) -> None:
-        ctx = self.context
+        ctx = self.state
         session_id, cwd = entry.get("sessionId"), entry.get("cwd")
         if ctx.session_id is None and isinstance(session_id, str):
             ctx.session_id = session_id
@@ -91,7 +91,7 @@ class ClaudeCodeParser(EntryParser):
             return
         model = message.get("model") if role == "assistant" else None
         if isinstance(model, str) and model != _SYNTHETIC_MODEL:
-            self.context.model = model
+            self.state.model = model
         else:
             model = None
         parent = entry.get("parentUuid")

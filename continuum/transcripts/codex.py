@@ -70,11 +70,11 @@ class CodexParser(EntryParser):
                 self.invalid(result, line, "compacted line without message")
         else:
             if kind == "turn_context" and isinstance(payload.get("model"), str):
-                self.context.model = payload["model"]
+                self.state.model = payload["model"]
             result.skip(_LINE_SKIPS.get(str(kind), "unknown_entry"))
 
     def _meta(self, payload: Entry, at: datetime | None) -> None:
-        ctx = self.context
+        ctx = self.state
         session_id, cwd = payload.get("id"), payload.get("cwd")
         if ctx.session_id is None and isinstance(session_id, str):
             ctx.session_id = session_id
@@ -101,7 +101,7 @@ class CodexParser(EntryParser):
             role,
             blocks,
             message_id=item_id if isinstance(item_id, str) else line.locator,
-            parent_id=self.context.last_message_id,
+            parent_id=self.state.last_message_id,
             created_at=at,
-            model=self.context.model if role == "assistant" else None,
+            model=self.state.model if role == "assistant" else None,
         )

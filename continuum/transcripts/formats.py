@@ -21,7 +21,7 @@ from continuum.transcripts.claude_code import ClaudeCodeParser
 from continuum.transcripts.codex import CodexParser
 from continuum.transcripts.discovery import Discovery, TranscriptSource
 from continuum.transcripts.lines import EntryParser
-from continuum.transcripts.models import SessionContext
+from continuum.transcripts.models import ParserState
 from continuum.transcripts.openclaw import OpenClawParser
 
 # How sync reads a source: `jsonl`, a file of complete lines resumed by byte offset;
@@ -36,7 +36,7 @@ class Format:
 
     kind: str
     label: str
-    parser: Callable[[SessionContext], EntryParser]
+    parser: Callable[[ParserState], EntryParser]
     find: Callable[[Discovery], None]
     reader: Reader = "jsonl"
     setting: str | None = None
@@ -78,10 +78,10 @@ def enabled_kinds(settings: Settings) -> frozenset[str]:
     )
 
 
-def parser_for(source: TranscriptSource, context: SessionContext | None = None) -> EntryParser:
+def parser_for(source: TranscriptSource, state: ParserState | None = None) -> EntryParser:
     """A parser for the source's format; a fresh context starts from the source's facts."""
-    context = context or SessionContext(session_id=source.session_id, channel=source.channel)
-    return format_of(source.kind).parser(context)
+    state = state or ParserState(session_id=source.session_id, channel=source.channel)
+    return format_of(source.kind).parser(state)
 
 
 def discover(

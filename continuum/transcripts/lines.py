@@ -20,8 +20,8 @@ from continuum.transcripts.models import (
     ErrorKind,
     ParseError,
     ParseResult,
+    ParserState,
     Role,
-    SessionContext,
     TranscriptMessage,
     parse_timestamp,
 )
@@ -230,10 +230,10 @@ def collect_blocks(content: object, spec: BlockSpec, result: ParseResult) -> Blo
 
 
 class EntryParser(ABC):
-    """Feeds decoded entries to `handle`; the context carries session facts across batches."""
+    """Feeds decoded entries to `handle`; its state carries session facts across batches."""
 
-    def __init__(self, context: SessionContext | None = None) -> None:
-        self.context = context or SessionContext()
+    def __init__(self, state: ParserState | None = None) -> None:
+        self.state = state or ParserState()
 
     def feed(self, batch: LineBatch) -> ParseResult:
         """Parse one batch; its reading errors are reported in the result."""
@@ -251,7 +251,7 @@ class EntryParser(ABC):
                 continue
             at = parse_timestamp(entry.get("timestamp"))
             if at is not None:
-                self.context.observe(at)
+                self.state.observe(at)
             self.handle(entry, line, at, result)
         self._snapshot(result)
         return result
@@ -288,7 +288,7 @@ class EntryParser(ABC):
             return None
         inferred = fields.get("created_at") is None
         if inferred:
-            fields["created_at"] = self.context.previous_at or self.context.started_at
+            fields["created_at"] = self.state.previous_at or self.state.started_at
         if fields["created_at"] is None:
             result.errors.append(
                 ParseError(
@@ -308,11 +308,11 @@ class EntryParser(ABC):
             **fields,
         )
         result.messages.append(message)
-        self.context.observe(message.created_at)
-        self.context.last_message_id = message.message_id
+        self.state.observe(message.created_at)
+        self.state.last_message_id = message.message_id
         if role == "assistant":
-            self.context.last_assistant_id = message.message_id
-            self.context.last_assistant_text = message.content
+            self.state.last_assistant_id = message.message_id
+            self.state.last_assistant_text = message.content
         return message
 
     def invalid(self, result: ParseResult, line: Line, detail: str) -> None:
@@ -322,7 +322,7 @@ class EntryParser(ABC):
         )
 
     def _snapshot(self, result: ParseResult) -> None:
-        ctx = self.context
+        ctx = self.state
         result.session_id = ctx.session_id
         result.started_at = ctx.started_at
         result.cwd = ctx.cwd

@@ -1,4 +1,4 @@
-"""Normalized transcript records shared by every parser, and the per-session parse context."""
+"""Normalized transcript records shared by every parser, and the per-session parser state."""
 
 from __future__ import annotations
 
@@ -158,7 +158,7 @@ class ParseError(_Frozen):
     line_no: int | None = None
 
 
-class SessionContext(BaseModel):
+class ParserState(BaseModel):
     """What a parser knows about a session so far; persist it to resume from an offset."""
 
     session_id: str | None = None

@@ -56,14 +56,14 @@ class OpenClawParser(EntryParser):
         elif kind == "compaction":
             self._compaction(entry, line, at, result)
         elif kind == "model_change":
-            self.context.model = first_str(entry, "modelId") or self.context.model
+            self.state.model = first_str(entry, "modelId") or self.state.model
             result.skip("model_change")
         else:
             name = str(kind)  # any JSON value, lists and objects included
             result.skip(name if name in _SKIPPED_ENTRIES else "unknown_entry")
 
     def _header(self, entry: Entry, at: datetime | None) -> None:
-        ctx = self.context
+        ctx = self.state
         ctx.session_id = ctx.session_id or first_str(entry, "id")
         ctx.started_at = ctx.started_at or at
         ctx.cwd = first_str(entry, "cwd") or ctx.cwd
@@ -101,11 +101,11 @@ class OpenClawParser(EntryParser):
     ) -> None:
         blocks = collect_blocks(message.get("content"), BLOCKS, result)
         clean = clean_user_text(blocks.text)
-        self.context.channel = self.context.channel or clean.channel
-        first_user, self.context.seen_user = not self.context.seen_user, True
+        self.state.channel = self.state.channel or clean.channel
+        first_user, self.state.seen_user = not self.state.seen_user, True
         cron = parse_cron_prompt(clean.text) if first_user else None
         if cron:
-            self.context.cron, clean.text = cron
+            self.state.cron, clean.text = cron
             clean.metadata["cron_job_id"] = cron[0].job_id
         elif clean.text.startswith(_HEARTBEAT_PROMPT):
             result.skip("heartbeat")
@@ -120,7 +120,7 @@ class OpenClawParser(EntryParser):
             blocks,
             clean.text,
             sender=clean.sender,
-            channel=clean.channel or self.context.channel,
+            channel=clean.channel or self.state.channel,
             metadata=clean.metadata,
             **common,
         )
@@ -137,7 +137,7 @@ class OpenClawParser(EntryParser):
         if silent:
             result.skip(_SILENT_REPLIES[silent.group("token")])
             return
-        self.context.model = model or self.context.model
+        self.state.model = model or self.state.model
         metadata = {
             key: message[key]
             for key in ("provider", "stopReason")
@@ -149,7 +149,7 @@ class OpenClawParser(EntryParser):
             "assistant",
             blocks,
             model=model,
-            channel=self.context.channel,
+            channel=self.state.channel,
             metadata=metadata,
             **common,
         )

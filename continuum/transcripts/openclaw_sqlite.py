@@ -96,8 +96,8 @@ def read_events(
 
 def parse_events(parser: EntryParser, events: list[StoredEvent]) -> ParseResult:
     """Parse stored events; errors carry the event's seq as `line_no`."""
-    if parser.context.session_id is None and events:
-        parser.context.session_id = events[0].session_id
+    if parser.state.session_id is None and events:
+        parser.state.session_id = events[0].session_id
     return parser.feed_lines(event.as_line() for event in events)
 
 

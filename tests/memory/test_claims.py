@@ -11,7 +11,7 @@ from sqlalchemy import select, text
 
 from continuum.domain.memory import Claim, MemoryCandidate
 from continuum.memory.claims import conflicts
-from continuum.memory.writer import WriteContext, store_candidates
+from continuum.memory.writer import WriteScope, store_candidates
 from continuum.pipeline.ingest import ingest_batch
 from continuum.recall.scope import SearchFilters
 from continuum.recall.search import search
@@ -133,7 +133,7 @@ def _fact(value: str, provenance: str, source: str, scope: str = "global", **cla
 
 
 def _store(*candidates: MemoryCandidate, at: float = 0, session: str = "s1") -> list[int]:
-    ctx = WriteContext("pearl", session, "jason", "voice", T0 + timedelta(seconds=at))
+    ctx = WriteScope("pearl", session, "jason", "voice", T0 + timedelta(seconds=at))
     with session_scope() as db:
         return store_candidates(db, [(ctx, c) for c in candidates])
 

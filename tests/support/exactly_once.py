@@ -21,7 +21,7 @@ def expected_keys(home: Path) -> set[Key]:
     for source in discover(None, home).sources:
         parser = parser_for(source)
         result = parser.feed(read_complete_lines(source.path))
-        session_id = parser.context.session_id or source.session_id
+        session_id = parser.state.session_id or source.session_id
         assert session_id is not None
         namespace = namespace_for(source.instance)
         keys |= {(namespace, session_id, m.message_id) for m in result.messages}

@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import text
 
 from continuum.domain.memory import MemoryCandidate
-from continuum.memory.writer import WriteContext, store_candidates
+from continuum.memory.writer import WriteScope, store_candidates
 from continuum.store.engine import session_scope
 
 NOW = datetime(2026, 11, 24, 9, 30, tzinfo=UTC)  # a Tuesday
@@ -40,7 +40,7 @@ def remember(
         source_message_ids=[source or f"src-{abs(hash(content)) % 10**8}"],
         details=details or {},
     )
-    ctx = WriteContext(namespace, "s1", user_id, "voice", NOW - timedelta(days=days_ago))
+    ctx = WriteScope(namespace, "s1", user_id, "voice", NOW - timedelta(days=days_ago))
     with session_scope() as db:
         (memory_id,) = store_candidates(db, [(ctx, candidate)])
         db.execute(

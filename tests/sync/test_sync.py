@@ -105,7 +105,7 @@ def test_a_batch_that_lost_a_race_for_its_new_session_is_run_again(db: Any, home
     parser = parser_for(source)
     taken = parser.feed(read_complete_lines(source.path)).messages[0]
     namespace = namespace_for(source.instance)
-    session_id = parser.context.session_id or source.session_id
+    session_id = parser.state.session_id or source.session_id
     ran: dict[str, Any] = {}
     with session_scope() as other:
         other.execute(

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from continuum.transcripts.codex import CodexParser
 from continuum.transcripts.lines import read_complete_lines
-from continuum.transcripts.models import SessionContext
+from continuum.transcripts.models import ParserState
 
 SESSION = "019bd6d8-b99b-7eb1-847c-87c3da10673a"
 PATH = (
@@ -73,6 +73,6 @@ def test_resumed_parse_keeps_ids_and_chain(tmp_path: Path) -> None:
     first = read_complete_lines(PATH, max_lines=8)
     parser = CodexParser()
     head = parser.feed(first)
-    resumed = CodexParser(SessionContext.model_validate_json(parser.context.model_dump_json()))
+    resumed = CodexParser(ParserState.model_validate_json(parser.state.model_dump_json()))
     tail = resumed.feed(read_complete_lines(PATH, first.next_offset))
     assert head.messages + tail.messages == full.messages

@@ -119,5 +119,5 @@ def test_parser_for_each_kind() -> None:
     assert isinstance(parser_for(sources["claude_code"]), ClaudeCodeParser)
     assert isinstance(parser_for(sources["codex"]), CodexParser)
     parser = parser_for(sources["openclaw_jsonl"])
-    assert parser.context.session_id == sources["openclaw_jsonl"].session_id
-    assert parser.context.channel == sources["openclaw_jsonl"].channel
+    assert parser.state.session_id == sources["openclaw_jsonl"].session_id
+    assert parser.state.channel == sources["openclaw_jsonl"].channel

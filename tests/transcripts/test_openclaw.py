@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from continuum.transcripts.lines import Line, read_complete_lines
-from continuum.transcripts.models import ParseResult, SessionContext
+from continuum.transcripts.models import ParseResult, ParserState
 from continuum.transcripts.openclaw import OpenClawParser
 
 HOME = Path(__file__).resolve().parents[1] / "fixtures" / "transcripts" / "home"
@@ -19,7 +19,7 @@ ARCHIVED = SESSIONS / "e4d5f6a7-b8c9-4d0e-a1f2-3b4c5d6e7f80.jsonl.reset.2026-02-
 
 
 def parse(path: Path, channel: str | None = None) -> ParseResult:
-    return OpenClawParser(SessionContext(channel=channel)).feed(read_complete_lines(path))
+    return OpenClawParser(ParserState(channel=channel)).feed(read_complete_lines(path))
 
 
 def utc(text: str) -> datetime:
@@ -245,9 +245,9 @@ def test_context_persists_across_parsers_for_cron_reports(tmp_path: Path) -> Non
     first = parser.feed(read_complete_lines(path, 0))
     assert first.cron is not None and first.cron_report is None
 
-    saved = parser.context.model_dump_json()
+    saved = parser.state.model_dump_json()
     path.write_bytes(raw)
-    resumed = OpenClawParser(SessionContext.model_validate_json(saved))
+    resumed = OpenClawParser(ParserState.model_validate_json(saved))
     second = resumed.feed(read_complete_lines(path, middle))
     assert [m.role for m in second.messages] == ["assistant"]
     assert second.cron == first.cron

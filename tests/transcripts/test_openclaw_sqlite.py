@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from continuum.transcripts.lines import TranscriptVanished, read_complete_lines
-from continuum.transcripts.models import SessionContext
+from continuum.transcripts.models import ParserState
 from continuum.transcripts.openclaw import OpenClawParser
 from continuum.transcripts.openclaw_sqlite import (
     StoreLayoutError,
@@ -38,7 +38,7 @@ def test_events_parse_like_the_jsonl_file(store: Path) -> None:
 
 
 def test_resume_after_seq_with_limit(store: Path) -> None:
-    parser = OpenClawParser(SessionContext(session_id="s-2"))
+    parser = OpenClawParser(ParserState(session_id="s-2"))
     first = read_events(store, "s-2", after_seq=0, limit=1)
     assert [event.seq for event in first] == [1]
     assert parse_events(parser, first).messages == []
