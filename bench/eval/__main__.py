@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import shutil
-import statistics
 import time
 from dataclasses import asdict
 from functools import partial
@@ -22,9 +21,9 @@ from typing import Any
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from bench.common import ROOT, bench_servers, console
-from bench.eval import locomo, report
+from bench.eval import budget, locomo, report
 from bench.eval.ingest import Ingested, ingest, ingested
-from bench.eval.scoring import coverage, evaluate
+from bench.eval.scoring import evaluate
 from bench.eval.systems import (
     CONTEXT_TOKENS,
     Baselines,
@@ -38,6 +37,7 @@ from continuum.config import get_settings
 from continuum.dev.embedded import EmbeddedServers
 
 EVAL_HOME = ROOT / ".continuum-eval"
+BUDGETS = (CONTEXT_TOKENS, CONTEXT_TOKENS // 2)  # the block against packed search at each
 EVAL_DATABASE = "continuum_eval"
 
 
@@ -72,7 +72,9 @@ def _load(split: locomo.Split) -> tuple[float, float, Ingested]:
     return init_s, time.perf_counter() - started, ingested
 
 
-def _ask(split: locomo.Split, ours: tuple[float, float]) -> tuple[list[Run], ContextBlocks]:
+def _ask(
+    split: locomo.Split, ours: tuple[float, float]
+) -> tuple[list[Run], dict[int, ContextBlocks]]:
     """Every question to every system: the baselines' indexes are built first, then ours
     are asked, then the baselines."""
     from continuum.inference.embedding import get_embedder
@@ -85,12 +87,13 @@ def _ask(split: locomo.Split, ours: tuple[float, float]) -> tuple[list[Run], Con
     model_s = time.perf_counter() - started
     with console.status("Indexing the turns for the baselines…"):
         baselines = Baselines(split.conversations, embedder)
-    blocks = ContextBlocks()
+    blocks = {budget: ContextBlocks(budget) for budget in BUDGETS}
     dense_build = baselines.dense_build_s
     systems: list[tuple[str, Ranker, tuple[float, float]]] = [
         ("search", search_ranker(("memory", "message")), ours),
         ("search-messages", search_ranker(("message",)), ours),
-        ("context-block", blocks, ours),
+        ("context-block", blocks[CONTEXT_TOKENS], ours),
+        *[(f"context-block-{b}", blocks[b], ours) for b in BUDGETS if b != CONTEXT_TOKENS],
         ("bm25", baselines.bm25, (0.0, baselines.bm25_build_s)),
         ("dense", baselines.dense, (model_s, dense_build)),
         ("hybrid", baselines.hybrid, (model_s, baselines.bm25_build_s + dense_build)),
@@ -104,6 +107,26 @@ def _ask(split: locomo.Split, ours: tuple[float, float]) -> tuple[list[Run], Con
             task = progress.add_task(f"asking {name}", total=len(questions))
             runs.append(run(name, questions, rank, timings, partial(progress.advance, task)))
     return runs, blocks
+
+
+def _held(
+    split: locomo.Split, runs: list[Run], blocks: dict[int, ContextBlocks]
+) -> list[budget.Held]:
+    """Each block beside packed search (default and messages-only) at the same budget."""
+    from continuum.inference.tokenizer import count_tokens
+
+    texts = {(c.instance, t.dia_id): t.text for c in split.conversations for t in c.turns}
+    results = {r.system: r.results for r in runs}
+    held = []
+    for size in BUDGETS:
+        block = blocks[size]
+        held.append(
+            budget.block_held("context block", size, block.blocks, block.tokens, split.questions)
+        )
+        for system in ("search", "search-messages"):
+            held.append(budget.packed_search(f"packed {system}", results[system],
+                                             split.questions, texts, size, count_tokens))  # fmt: skip
+    return held
 
 
 def main() -> None:
@@ -141,10 +164,9 @@ def main() -> None:
         }
         for r in runs
     }
-    whole_block = statistics.fmean(
-        coverage(blocks.ids.get(q.qid, []), q.evidence) for q in split.questions
-    )
-    tokens = statistics.fmean(blocks.tokens.values())
+    held = _held(split, runs, blocks)
+    sections = budget.by_section(blocks[CONTEXT_TOKENS].blocks, split.questions)
+    whole_block, tokens = held[0].recall, held[0].tokens
     seconds = time.perf_counter() - started
     title = (
         f"Retrieval on LoCoMo dev: {len(split.questions)} questions over {turns:,} turns "
@@ -158,6 +180,7 @@ def main() -> None:
         "the baselines index the same turns."
     )
     report.show(console, report.table(systems, title, caption))
+    report.show(console, budget.held_table(held, sections))
     extra = {
         "data": str(path),
         "n_questions": len(split.questions),
@@ -170,8 +193,13 @@ def main() -> None:
             "whole_block_recall": whole_block,
             "mean_tokens_used": tokens,
         },
+        "held_at_budget": [asdict(row) for row in held],
+        "block_sections": {
+            name: {"evidence_recall": r, "lines": n, "tokens": k}
+            for name, (r, n, k) in sections.items()
+        },
     }
-    saved = report.save(runs, systems, extra, title, caption)
+    saved = report.save(runs, systems, extra, title, caption, budget.held_markdown(held, sections))
     console.print(f"[green]✓[/] saved {saved}, {saved.with_suffix('.json')}, {report.RUNS_DIR}/")
 
 

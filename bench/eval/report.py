@@ -61,7 +61,7 @@ def markdown(systems: dict[str, dict[str, Any]], title: str, caption: str) -> st
 
 
 def save(runs: list[Run], systems: dict[str, dict[str, Any]], extra: dict[str, Any],
-         title: str, caption: str) -> Path:  # fmt: skip
+         title: str, caption: str, appendix: str = "") -> Path:  # fmt: skip
     """Write the run files, eval.json and eval.md; returns the path of eval.md."""
     RUNS_DIR.mkdir(parents=True, exist_ok=True)
     for stale in RUNS_DIR.glob("*.json"):
@@ -76,5 +76,5 @@ def save(runs: list[Run], systems: dict[str, dict[str, Any]], extra: dict[str, A
     }
     (RESULTS_DIR / "eval.json").write_text(json.dumps(data, indent=2) + "\n")
     path = RESULTS_DIR / "eval.md"
-    path.write_text(markdown(systems, title, caption))
+    path.write_text(markdown(systems, title, caption) + (f"\n{appendix}" if appendix else ""))
     return path

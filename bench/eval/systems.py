@@ -14,6 +14,7 @@ import numpy as np
 
 from bench.common import percentile
 from bench.eval.baselines import BM25, Order, Scores, hybrid_ranking, ranking, tokenize
+from bench.eval.budget import Block, Section
 from bench.eval.locomo import Conversation, Question
 from bench.eval.scoring import DEPTH, first_occurrences
 from continuum.inference.embedding import Embedder, embed_query_soon
@@ -85,18 +86,26 @@ def search_ranker(sources: tuple[Source, ...]) -> Ranker:
 
 @dataclass
 class ContextBlocks:
-    """A ranker over context blocks (seeded with the question, the default budget): the
-    items' source message ids in block order. Keeps every block's ids and tokens used."""
+    """A ranker over context blocks (seeded with the question, `budget` tokens): the items'
+    source message ids, best-scored item first (the block shows them by section and day).
+    Keeps what each block's sections held."""
 
-    ids: dict[str, list[str]] = field(default_factory=dict)
-    tokens: dict[str, int] = field(default_factory=dict)
+    budget: int = CONTEXT_TOKENS
+    blocks: dict[str, Block] = field(default_factory=dict)
+    tokens: dict[str, int] = field(default_factory=dict)  # whole blocks, headings included
 
     def __call__(self, question: Question) -> list[str]:
-        result = context(namespace_for(question.instance), question.text, CONTEXT_TOKENS)
-        ids = [message_id for item in result.items for message_id in item.source_message_ids]
-        self.ids[question.qid] = first_occurrences(ids)
+        result = context(namespace_for(question.instance), question.text, self.budget)
+        block: Block = {}
+        for item in result.items:
+            section = block.setdefault(item.section, Section())
+            section.ids += item.source_message_ids
+            section.tokens += item.tokens
+            section.lines += 1
+        self.blocks[question.qid] = block
         self.tokens[question.qid] = result.tokens_used
-        return ids
+        ranked = sorted(result.items, key=lambda item: -item.score)
+        return [message_id for item in ranked for message_id in item.source_message_ids]
 
 
 class Baselines:

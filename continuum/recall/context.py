@@ -139,7 +139,7 @@ def _recall(request: RecallRequest) -> ContextResult:
         pairs = near_duplicates(db, untracked, request.config.duplicate_cosine)
         kept = dedupe(untracked, pairs, excluded)
         items, block, tokens_used = pack(
-            kept, request.max_tokens, request.now, request.config, excluded
+            kept, request.max_tokens, request.now, request.config, excluded, prepared is not None
         )
         if request.explain:
             excluded += _filtered_out(db, request, scope, prepared, {c.ref for c in candidates})

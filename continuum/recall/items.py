@@ -46,7 +46,7 @@ class RecallConfig:
     weights: ScoreWeights = field(default_factory=ScoreWeights)
     fusion: FusionWeights = field(default_factory=FusionWeights)
     recency_n: int = 5
-    relevance_n: int = 16
+    relevance_n: int = 32
     relevance_candidates: int = 24  # ranks each search channel contributes to the fusion
     importance_n: int = 10
     importance_min: int = 8

@@ -19,7 +19,7 @@ from continuum.domain.memory import DIGEST_KINDS
 from continuum.domain.text import normalize_for_key
 from continuum.inference.tokenizer import count_block_tokens, count_tokens
 from continuum.recall.items import SECTIONS, Candidate, ContextItem, Excluded, RecallConfig
-from continuum.recall.render import header, line, render
+from continuum.recall.render import day_of, header, line, render
 
 PINNED_CHANNELS = {"summaries", "open_threads", "preferences", "tasks", "handoff"}
 MESSAGE_IMPORTANCE = 4  # raw turns carry no rating; they rank below rated memories
@@ -120,6 +120,18 @@ def dedupe(
     return kept
 
 
+def _block_order(item: ContextItem, now: datetime) -> tuple[object, ...]:
+    """Sections in SECTIONS order; in a dated section, lines in time order (undated first),
+    under their day; newest conversations first; else by score."""
+    section = SECTIONS.index(item.section)
+    when = item.created_at.timestamp() if item.created_at else 0.0
+    if day_of(item.section, item.created_at, now):
+        return (section, 1, when, item.ref)
+    if item.section == "Recent conversations":
+        return (section, 0, -when, item.ref)
+    return (section, 0, -item.score, item.ref)
+
+
 def _why(candidate: Candidate) -> str:
     reasons = [candidate.channels[name] for name in sorted(candidate.channels)]
     return "; ".join(reasons) + f"; score {candidate.score:g}"
@@ -131,32 +143,43 @@ def pack(
     now: datetime,
     config: RecallConfig,
     excluded: list[Excluded],
+    seeded: bool = False,
 ) -> tuple[list[ContextItem], str, int]:
     """Greedy by score (a long relevant turn before a short weak one); the handoff first.
+    With a seed (`seeded`), what the seed did not reach (tasks, preferences, summaries that
+    no search found) only fills the room the relevant items leave.
     An item that no longer fits is skipped for smaller ones after it. Token counts add up across the
     whitespace that joins lines, so the sum is the block's exact count (checked after, on the
     rendered block).
     Returns the items, the rendered block and its token count."""
     used = count_tokens(header(now))
-    opened: set[str] = set()
+    opened: set[str | None] = set()  # section and day headings already charged
     items: list[ContextItem] = []
     lines = {c.ref: line(c, now, config) for c in candidates}
     tokens_of = {ref: count_tokens(text) for ref, text in lines.items()}
     order = sorted(
         candidates,
-        key=lambda c: (c.source != "handoff", -c.score, tokens_of[c.ref], c.ref),
+        key=lambda c: (
+            c.source != "handoff",
+            seeded and not c.relevance,
+            -c.score,
+            tokens_of[c.ref],
+            c.ref,
+        ),
     )
     for candidate in order:
         text, tokens = lines[candidate.ref], tokens_of[candidate.ref]
         section = candidate.section
-        cost = tokens + (0 if section in opened else count_tokens(f"## {section}"))
+        day = day_of(section, candidate.created_at, now)
+        headings = [f"## {section}", *([day] if day else [])]
+        cost = tokens + sum(count_tokens(h) for h in headings if h not in opened)
         if used + cost > max_tokens:
             excluded.append(
                 Excluded(candidate.ref, candidate.kind, "over the token budget", candidate.score)
             )
             continue
         used += cost
-        opened.add(section)
+        opened.update(headings)
         items.append(
             ContextItem(
                 ref=candidate.ref,
@@ -172,16 +195,7 @@ def pack(
                 created_at=candidate.created_at,
             )
         )
-    # Block order: sections in SECTIONS order; newest conversations first, else by score.
-    items.sort(
-        key=lambda i: (
-            SECTIONS.index(i.section),
-            -(i.created_at.timestamp() if i.created_at else 0)
-            if i.section == "Recent conversations"
-            else -i.score,
-            i.ref,
-        )
-    )
+    items.sort(key=lambda item: _block_order(item, now))
     block = render(items, now)
     while (tokens_used := count_block_tokens(block)) > max_tokens:  # never over the budget
         dropped = min(items, key=lambda i: (i.score / max(i.tokens, 1), i.ref))

@@ -1,5 +1,8 @@
-"""How the context block reads: one line per item (its date relative to now, channel,
-speaker, clipped text), the header, and the sections in their fixed order.
+"""How the context block reads: the header, the sections in their fixed order, one line
+per item (channel, speaker, clipped text). In a dated section the lines stand in time order
+under the day they were said (`### 2026-11-21 (Sat, 3 days ago)`), so a day costs its date
+once however many of its lines the block holds; conversation summaries, tasks and a handoff
+carry their own date, if any, on their line.
 
 Apart from packing because packing must count the tokens of exactly the text that will be
 shown: both use these functions, so the budget is charged for the lines as rendered. Pure:
@@ -30,9 +33,19 @@ def render_when(when: datetime, now: datetime) -> str:
     return f"{when:%Y-%m-%d} ({when:%a}, {distance})"
 
 
+UNDATED_SECTIONS = frozenset({"Pending handoff", "Recent conversations", "Active tasks"})
+
+
+def day_of(section: str, when: datetime | None, now: datetime) -> str | None:
+    """The day heading a line of `section` said at `when` stands under (None: no heading)."""
+    if section in UNDATED_SECTIONS or when is None:
+        return None
+    return f"### {render_when(when, now)}"
+
+
 def line(candidate: Candidate, now: datetime, config: RecallConfig) -> str:
     """The block's line for `candidate`: a summary clipped at `max_summary_chars`, any
-    other item at `max_item_chars`."""
+    other item at `max_item_chars`; dated only where no day heading carries its date."""
     limit = (
         config.max_summary_chars
         if candidate.section == "Recent conversations"
@@ -43,7 +56,9 @@ def line(candidate: Candidate, now: datetime, config: RecallConfig) -> str:
         return f"- {body}"
     if candidate.source == "task":
         return f"- [{candidate.kind}] {body}"
-    prefix = f"{render_when(candidate.created_at, now)} " if candidate.created_at else ""
+    when = candidate.created_at
+    dated = when is not None and not day_of(candidate.section, when, now)
+    prefix = f"{render_when(when, now)} " if when is not None and dated else ""
     where = f"[{candidate.channel}] " if candidate.channel else ""
     speaker = f"{candidate.kind}: " if candidate.source == "message" else ""
     return f"- {prefix}{where}{speaker}{body}"
@@ -55,12 +70,19 @@ def header(now: datetime) -> str:
 
 def render(items: list[ContextItem], now: datetime) -> str:
     """The block: the header, then each section with items, in `SECTIONS` order (items in
-    the order given); empty without items."""
+    the order given, a day heading before the first line of each day); empty without items."""
     if not items:
         return ""
     parts = [header(now)]
     for section in SECTIONS:
-        lines = [item.text for item in items if item.section == section]
+        lines: list[str] = []
+        day: str | None = None
+        for item in (item for item in items if item.section == section):
+            heading = day_of(section, item.created_at, now)
+            if heading and heading != day:
+                lines.append(heading)
+            day = heading
+            lines.append(item.text)
         if lines:
             parts.append(f"## {section}\n" + "\n".join(lines))
     return "\n\n".join(parts)

@@ -10,7 +10,7 @@ import pytest
 from continuum.inference.tokenizer import count_block_tokens, count_tokens
 from continuum.recall.items import SECTIONS, Candidate, Excluded, RecallConfig
 from continuum.recall.packing import dedupe, drop_tracked, merge, pack, score
-from continuum.recall.render import header, line
+from continuum.recall.render import day_of, header, line
 
 NOW = datetime(2026, 11, 24, 9, 30, tzinfo=UTC)
 CONFIG = RecallConfig()
@@ -55,11 +55,14 @@ def turn(message_id: str, content: str, *, points: float = 0.5) -> Candidate:
 
 
 def budget_for(*candidates: Candidate) -> int:
-    """The exact tokens of a block holding `candidates`, each in its own section."""
+    """The exact tokens of a block holding `candidates`: its header, section and day
+    headings, and lines."""
     sections = {c.section for c in candidates}
+    days = {day_of(c.section, c.created_at, NOW) for c in candidates} - {None}
     return (
         count_tokens(header(NOW))
         + sum(count_tokens(f"## {section}") for section in sections)
+        + sum(count_tokens(day) for day in days if day)
         + sum(count_tokens(line(c, NOW, CONFIG)) for c in candidates)
     )
 
@@ -220,15 +223,47 @@ def test_the_block_follows_section_order_newest_conversation_first() -> None:
     older = memory(1, "Older call about the roof.", kind="conversation_summary", days_ago=5)
     newer = memory(2, "Newer call about the garden.", kind="conversation_summary", days_ago=1)
     older.score, newer.score = 0.9, 0.2  # conversations go by date, not score
-    low = memory(3, "Jason has three brothers.", points=0.1)
-    high = memory(4, "Jason has four grandchildren.", points=0.7)
+    low = memory(3, "Jason has three brothers.", points=0.1, days_ago=2)
+    high = memory(4, "Jason has four grandchildren.", points=0.7, days_ago=3)
     decision = memory(5, "Decided to hire Hoffmann.", kind="decision", points=0.05)
     items, block, _ = pack([low, older, decision, high, newer], 1000, NOW, CONFIG, [])
+    # dated sections in time order, whatever the scores: the older fact first
     assert [i.ref for i in items] == ["memory:2", "memory:1", "memory:5", "memory:4", "memory:3"]
     headings = [row[3:] for row in block.splitlines() if row.startswith("## ")]
     assert headings == ["Recent conversations", "Decisions", "Relevant memories"]
     assert headings == [s for s in SECTIONS if s in headings]
     assert items[0].text == "- 2026-11-23 (Mon, yesterday) Newer call about the garden."
+
+
+def test_lines_of_one_day_share_its_heading_which_is_charged_once() -> None:
+    first = memory(1, "Jason has three brothers.", points=0.9, days_ago=3)
+    second = memory(2, "Jason has four grandchildren.", points=0.5, days_ago=3)
+    other_day = memory(3, "Jason moved to Ohio.", points=0.7, days_ago=1)
+    budget = budget_for(first, second, other_day)
+    items, block, used = pack([other_day, first, second], budget, NOW, CONFIG, [])
+    assert len(items) == 3 and used == budget  # two day headings charged, not three
+    assert block.splitlines()[-5:] == [
+        "### 2026-11-21 (Sat, 3 days ago)",
+        "- Jason has three brothers.",
+        "- Jason has four grandchildren.",
+        "### 2026-11-23 (Mon, yesterday)",
+        "- Jason moved to Ohio.",
+    ]
+    assert count_block_tokens(block) == used
+
+
+def test_with_a_seed_what_it_did_not_reach_only_fills_the_room_left() -> None:
+    task = memory(1, "Water the garden.", points=0.0)
+    task.score, task.relevance = 0.9, 0.0  # pinned and important, unrelated to the seed
+    hit = memory(2, "Jason has three brothers and a sister.", points=0.3)
+    hit.relevance = 0.4
+    room = budget_for(hit)
+    seeded, _, _ = pack([task, hit], room, NOW, CONFIG, [], seeded=True)
+    assert [i.ref for i in seeded] == ["memory:2"]
+    unseeded, _, _ = pack([task, hit], room, NOW, CONFIG, [])
+    assert "memory:1" in [i.ref for i in unseeded]  # without a seed, score decides
+    both, _, _ = pack([task, hit], budget_for(task, hit), NOW, CONFIG, [], seeded=True)
+    assert {i.ref for i in both} == {"memory:1", "memory:2"}  # room left is filled
 
 
 def test_a_summary_is_clipped_later_than_other_items() -> None:
