@@ -34,6 +34,7 @@ class FusionWeights:
     message: float = 1.0
     memory_key: float = 0.9  # its source turns rank at least at this share of a memory's score
     digest_evidence: float = 0.5  # a digest cites its turns scoring at least this share of it
+    session: float = 0.3  # a turn gains this share of its session's best turn's score
 
 
 @dataclass
@@ -146,10 +147,21 @@ class Fusion:
             hit.parts["memory_key"] = round(share, 6)
 
     def ranked(self) -> list[SearchHit]:
-        """Best first; a text repeated verbatim (recurring small talk, a memory that copies
-        its turn) is kept once, at its best-scored occurrence, so copies cannot crowd out
-        everything else. A digest cites the turns of its session the query matched at least
-        `digest_evidence` as strongly as the digest itself (weaker ones are no evidence)."""
+        """Best first. A turn gains `session` of its session's best turn's score: a session
+        the query reaches strongly is where its other turns most likely answer too (what was
+        said around the best match, the answer after a question). A text repeated verbatim
+        (recurring small talk, a memory that copies its turn) is kept once, at its best-scored
+        occurrence, so copies cannot crowd out everything else. A digest cites the turns of
+        its session the query itself matched at least `digest_evidence` as strongly as the
+        digest (weaker ones are no evidence; the session's lift is not a match)."""
+        matched = {ref: hit.score for ref, hit in self.hits.items() if hit.source == "message"}
+        best: dict[str | None, float] = {}
+        for (_, ident), score in matched.items():
+            session = self.hits[("message", ident)].session_id
+            best[session] = max(best.get(session, 0.0), score)
+        for ref in matched:
+            hit = self.hits[ref]
+            hit.score += self.weights.session * best[hit.session_id]
         ordered = sorted(
             self.hits.values(), key=lambda h: (-h.score, -h.created_at.timestamp(), h.id)
         )
@@ -157,7 +169,7 @@ class Fusion:
         for hit in ordered:
             if hit.source == "memory" and hit.kind in DIGEST_KINDS:
                 floor = self.weights.digest_evidence * hit.score
-                strong = [turn for turn in turns if turn.score >= floor]
+                strong = [turn for turn in turns if matched[(turn.source, turn.id)] >= floor]
                 hit.source_message_ids = evidence_turns(
                     hit.session_id, hit.source_message_ids, strong
                 )

@@ -15,6 +15,7 @@ from continuum.inference.embedding import get_embedder
 from continuum.pipeline.ingest import ingest_batch
 from continuum.pipeline.outbox import embed_pending, reset_embeddings
 from continuum.pipeline.sessions import finish_session
+from continuum.recall.fusion import FusionWeights
 from continuum.recall.search import SearchFilters, search
 from continuum.recall.textquery import plan, query_lexemes, table_stats
 from continuum.store.engine import session_scope
@@ -281,3 +282,21 @@ def test_rankings_are_planned_with_their_query_values(db: Any) -> None:
         assert db_session.execute(show).scalar() == "force_custom_plan"
     with session_scope() as db_session:
         assert db_session.execute(show).scalar() == "auto"
+
+
+def test_a_turn_is_lifted_by_the_best_match_of_its_session(db: Any) -> None:
+    """Two equally weak matches: the one said in the session the query reaches strongly
+    ranks first (without the session's lift, the other matches a word more)."""
+    session("s1", NOW - timedelta(days=3), [
+        ("user", "The plumber Kowalski fixes the leaking boiler on Thursday."),
+        ("user", "Then the radiator, maybe."),
+    ])  # fmt: skip
+    session("s2", NOW - timedelta(days=9), [
+        ("user", "What about the radiator? Our radiator rattles, the old radiator leaks."),
+    ])  # fmt: skip
+    embed_pending()
+    query = "when does Kowalski fix the leaking boiler, and what about the radiator?"
+    lifted = ids(search("pearl", query, limit=10, now=NOW))
+    assert lifted.index("s1-1") < lifted.index("s2-0")
+    alone = ids(search("pearl", query, limit=10, now=NOW, weights=FusionWeights(session=0.0)))
+    assert alone.index("s2-0") < alone.index("s1-1")
