@@ -159,6 +159,8 @@ def search_in(
             fusion.add(channel + suffix, joint, weight)
     if "message" in sources and "memory" in sources:
         fusion.propagate_to_sources(db, filters, params)
+    if "message" in sources:
+        fusion.lift_adjacent(db, filters, params)
     hits = fusion.ranked()[:limit]
     attach_neighbours(db, hits, neighbours)
     return hits

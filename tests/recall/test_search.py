@@ -3,6 +3,7 @@ neighbouring turns as context, and source message ids on every hit."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Any
@@ -300,3 +301,23 @@ def test_a_turn_is_lifted_by_the_best_match_of_its_session(db: Any) -> None:
     assert lifted.index("s1-1") < lifted.index("s2-0")
     alone = ids(search("pearl", query, limit=10, now=NOW, weights=FusionWeights(session=0.0)))
     assert alone.index("s2-0") < alone.index("s1-1")
+
+
+def test_the_turn_after_a_strong_match_is_lifted_though_it_shares_no_word(db: Any) -> None:
+    """The answer to a matched question rarely repeats its words: the turns next to one of
+    the best turns score at least a share of it, found by a channel or not."""
+    session("s1", NOW - timedelta(days=3), [
+        ("assistant", "When does the plumber Kowalski come to fix the leaking boiler?"),
+        ("user", "Thursday at nine, he said."),
+    ])  # fmt: skip
+    session("s2", NOW - timedelta(days=5), [
+        ("user", f"The old boiler of flat {i} is fine.") for i in range(12)
+    ])  # fmt: skip
+    embed_pending()
+    query = "when does the plumber Kowalski fix the boiler?"
+    no_session = FusionWeights(session=0.0)  # the adjacency alone
+    lifted = search("pearl", query, limit=5, now=NOW, weights=no_session)
+    assert ids(lifted)[:2] == ["s1-0", "s1-1"]
+    assert lifted[1].parts.get("adjacent")
+    alone = ids(search("pearl", query, limit=5, now=NOW, weights=replace(no_session, adjacent=0)))
+    assert alone[0] == "s1-0" and "s1-1" not in alone[:3]
