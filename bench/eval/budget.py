@@ -147,6 +147,8 @@ def held_markdown(held: Sequence[Held], sections: Mapping[str, tuple[float, floa
     lines = [
         "## Evidence held at equal tokens",
         "",
+        "A block's tokens are all it used; a section's are its lines', headings apart.",
+        "",
         "| what | budget | evidence recall | lines | tokens |",
         "| --- | ---: | ---: | ---: | ---: |",
     ]
