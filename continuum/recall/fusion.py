@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session as DbSession
 
 from continuum.domain.memory import DIGEST_KINDS
 from continuum.domain.text import normalize_for_key
-from continuum.recall.rankings import Source, adjacent_turns, read_content, turns_by_message_id
+from continuum.recall.rankings import Source, next_turns, read_content, turns_by_message_id
 from continuum.recall.scope import SearchFilters, where_sql
 
 
@@ -35,8 +35,8 @@ class FusionWeights:
     memory_key: float = 0.9  # its source turns rank at least at this share of a memory's score
     digest_evidence: float = 0.5  # a digest cites its turns scoring at least this share of it
     session: float = 0.3  # a turn gains this share of its session's best turn's score
-    adjacent: float = 0.3  # the turns next to a top turn score at least this share of it
-    adjacent_of: int = 5  # how many of the best turns lift their neighbours
+    adjacent: float = 0.3  # the turn after a top turn scores at least this share of it
+    adjacent_of: int = 5  # how many of the best turns lift the turn after them
 
 
 @dataclass
@@ -149,9 +149,9 @@ class Fusion:
             hit.parts["memory_key"] = round(share, 6)
 
     def lift_adjacent(self, db: DbSession, filters: SearchFilters, params: dict[str, Any]) -> None:
-        """The turns right before and after each of the `adjacent_of` best turns score at
-        least `adjacent` of it, found by a channel or not: a question's answer is often the
-        turn after the one that matches it."""
+        """The turn right after each of the `adjacent_of` best turns scores at least
+        `adjacent` of it, found by a channel or not: a question's answer is the turn after
+        the one that matches it, and rarely repeats its words."""
         turns = sorted(
             (hit for hit in self.hits.values() if hit.source == "message"),
             key=lambda hit: -hit.score,
@@ -160,7 +160,7 @@ class Fusion:
             return
         anchors = {hit.id: hit.score for hit in turns}
         where = where_sql("message", filters, params)
-        for anchor, row in adjacent_turns(db, where, params, list(anchors)):
+        for anchor, row in next_turns(db, where, params, list(anchors)):
             hit = self._hit("message", row)
             share = anchors[anchor] * self.weights.adjacent
             if share > hit.score:

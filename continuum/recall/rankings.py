@@ -174,24 +174,20 @@ def turns_by_message_id(
     )
 
 
-def adjacent_turns(
+def next_turns(
     db: DbSession, where: str, params: dict[str, Any], ids: list[int]
 ) -> list[tuple[int, Any]]:
-    """The turn right before and the turn right after each message row id of `ids` in its
-    session, among those passing `where`, in the ranked rows' shape: (the id it is next to,
-    the row)."""
-    side = (
+    """The turn right after each message row id of `ids` in its session, among those passing
+    `where`, in the ranked rows' shape: (the id it follows, the row)."""
+    after = (
         f"(SELECT {COLUMNS['message']} FROM messages WHERE {where} "
-        "AND session_id = h.session_id AND (created_at, id) {op} (h.created_at, h.id) "
-        "ORDER BY created_at {order}, id {order} LIMIT 1)"
+        "AND session_id = h.session_id AND (created_at, id) > (h.created_at, h.id) "
+        "ORDER BY created_at, id LIMIT 1)"
     )
     rows = db.execute(
         text(
-            "SELECT h.id AS anchor, x.* FROM messages h CROSS JOIN LATERAL ("
-            + side.format(op="<", order="DESC")
-            + " UNION ALL "
-            + side.format(op=">", order="ASC")
-            + ") x WHERE h.id = ANY(:anchors)"
+            f"SELECT h.id AS anchor, x.* FROM messages h CROSS JOIN LATERAL {after} x "
+            "WHERE h.id = ANY(:anchors)"
         ),
         {**params, "anchors": ids},
     )
