@@ -1,5 +1,6 @@
 """`continuum worker|beat|flower`: exec a Celery process with Continuum's configuration
-(the command lines are `continuum.processes`)."""
+(the command lines are `continuum.processes`, loaded by the command that runs: it reads the
+settings, which `continuum --help` should not pay for)."""
 
 from __future__ import annotations
 
@@ -8,20 +9,13 @@ import os
 import typer
 
 from continuum.cli.common import fail
-from continuum.processes import (
-    WORKER_GROUPS,
-    beat_argv,
-    child_env,
-    flower_argv,
-    flower_env,
-    supervise,
-    worker_argv,
-)
 
 app = typer.Typer()
 
 
 def _exec(argv: list[str], env: dict[str, str] | None = None) -> None:
+    from continuum.processes import child_env
+
     os.execvpe(argv[0], argv, env or child_env())
 
 
@@ -39,6 +33,7 @@ def worker(
     without, one worker per group (ingest: events; embed; background: extract, maintenance,
     narrative), so slow work never holds back ingestion."""
     from continuum.config import ConfigError
+    from continuum.processes import WORKER_GROUPS, supervise, worker_argv
 
     try:
         if queues:
@@ -56,6 +51,7 @@ def worker(
 def beat(loglevel: str = typer.Option("INFO", "--loglevel", "-l")) -> None:
     """Run Celery beat (periodic sync, sweeps, weekly maintenance)."""
     from continuum.config import get_settings
+    from continuum.processes import beat_argv
 
     settings = get_settings()
     settings.home.mkdir(parents=True, exist_ok=True)
@@ -67,6 +63,7 @@ def flower(port: int = typer.Option(None, "--port")) -> None:
     """Run Flower with basic auth (CONTINUUM_FLOWER_USER / _PASSWORD) on
     CONTINUUM_FLOWER_ADDRESS (default 127.0.0.1)."""
     from continuum.config import ConfigError
+    from continuum.processes import flower_argv, flower_env
 
     try:
         argv, env = flower_argv(port), flower_env()
