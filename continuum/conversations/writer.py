@@ -36,7 +36,6 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 import psycopg
-from sqlalchemy import func, update
 from sqlalchemy.orm import Session as DbSession
 
 from continuum.config import get_settings
@@ -285,18 +284,3 @@ def _upsert_sessions(
             rows.append(row)
         widen = _END_SESSION if ends else _WIDEN_SESSION
         insert_rows(db, Session, rows, conflict=["namespace", "session_id"], update=widen)
-
-
-def end_sessions(db: DbSession, ends: Sequence[tuple[str, str, datetime, str | None]]) -> None:
-    """Mark sessions ended as their runtime said (namespace, session id, ended at, reason)."""
-    for namespace, session_id, ended_at, reason in ends:
-        db.execute(
-            update(Session)
-            .where(Session.namespace == namespace, Session.session_id == session_id)
-            .values(
-                status="ended",
-                ended_at=ended_at,
-                end_reason=reason,
-                last_activity_at=func.greatest(Session.last_activity_at, ended_at),
-            )
-        )

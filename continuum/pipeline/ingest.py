@@ -137,15 +137,18 @@ def _activity_at(event: Event) -> datetime:
 
 
 def _session_facts(events: list[Event]) -> list[SessionFacts]:
-    """One fact per session of the batch: its first event's channel, user and time, and
-    the latest activity any of its events reports."""
+    """One fact per session of the batch: its first event's channel, user and time, the
+    latest activity any of its events reports, and its end when a `session_end` says so."""
     first: dict[tuple[str, str], Event] = {}
     last_ts: dict[tuple[str, str], datetime] = {}
+    ends: dict[tuple[str, str], SessionEndEvent] = {}
     for event in events:
         key = (event.namespace, event.session_id)
         first.setdefault(key, event)
         at = _activity_at(event)
         last_ts[key] = max(last_ts.get(key, at), at)
+        if isinstance(event, SessionEndEvent):
+            ends[key] = event
     return [
         SessionFacts(
             namespace=ns,
@@ -154,6 +157,8 @@ def _session_facts(events: list[Event]) -> list[SessionFacts]:
             user_id=event.user_id,
             started_at=event.ts,
             last_activity_at=last_ts[(ns, sid)],
+            ended_at=ends[(ns, sid)].ended_at if (ns, sid) in ends else None,
+            end_reason=ends[(ns, sid)].reason if (ns, sid) in ends else None,
         )
         for (ns, sid), event in first.items()
     ]
@@ -319,9 +324,6 @@ def _ingest(payloads: Sequence[Any], task_id: str | None) -> IngestResult:
                     result.compactions.append(event_payload(event))
         result.memories_stored = len(memory_ids)
         ends = [event for event in fresh if isinstance(event, SessionEndEvent)]
-        conversation.end_sessions(
-            db, [(end.namespace, end.session_id, end.ended_at, end.reason) for end in ends]
-        )
         result.sessions_ended = len(ends)
         if settings.llm_base_url:
             ended = {(end.namespace, end.session_id) for end in ends}

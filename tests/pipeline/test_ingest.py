@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import func, select, text
@@ -82,6 +83,18 @@ def test_session_end_marks_the_session_ended(db: Any) -> None:
     assert session.status == "ended"
     assert session.end_reason == "client_disconnected"
     assert (session.ended_at - session.started_at).total_seconds() == 90
+
+
+def test_a_session_ended_and_spoken_in_again_ends_no_earlier_than_its_last_turn(db: Any) -> None:
+    """The end and a turn delivered after it, in one batch or two: still ended, with its
+    first reason, never before its last activity; the late turn counts."""
+    ingest_batch([turn("hello there", message_id="m1"), session_end(at=90)])
+    late = turn("one more thing about the garden", message_id="m2", at=120)
+    ingest_batch([late, {**session_end(at=60), "reason": "timeout"}])
+    session = list_sessions("pearl")[0]
+    assert (session.status, session.end_reason) == ("ended", "client_disconnected")
+    assert session.ended_at == session.last_activity_at == T0 + timedelta(seconds=120)
+    assert session.message_count == 2
 
 
 def test_out_of_order_delivery_keeps_event_time_order(db: Any) -> None:
