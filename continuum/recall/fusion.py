@@ -95,6 +95,7 @@ class Fusion:
     def __init__(self, weights: FusionWeights) -> None:
         self.weights = weights
         self.hits: dict[tuple[str, int], SearchHit] = {}
+        self.unlifted: dict[int, float] = {}  # a lifted turn's score before `lift_adjacent`
 
     def _hit(self, source: Source, row: Any) -> SearchHit:
         """The hit of `row`, made (and its text opened) the first time a channel finds it."""
@@ -164,6 +165,7 @@ class Fusion:
             hit = self._hit("message", row)
             share = anchors[anchor] * self.weights.adjacent
             if share > hit.score:
+                self.unlifted.setdefault(hit.id, hit.score)
                 hit.score = share
                 hit.parts["adjacent"] = round(share, 6)
 
@@ -174,23 +176,22 @@ class Fusion:
         (recurring small talk, a memory that copies its turn) is kept once, at its best-scored
         occurrence, so copies cannot crowd out everything else. A digest cites the turns of
         its session the query itself matched at least `digest_evidence` as strongly as the
-        digest (weaker ones are no evidence; the session's lift is not a match)."""
-        matched = {ref: hit.score for ref, hit in self.hits.items() if hit.source == "message"}
+        digest (weaker ones are no evidence; neither lift is a match, and a session's best
+        turn is the best the query matched)."""
+        turns = [hit for hit in self.hits.values() if hit.source == "message"]
+        matched = {turn.id: self.unlifted.get(turn.id, turn.score) for turn in turns}
         best: dict[str | None, float] = {}
-        for (_, ident), score in matched.items():
-            session = self.hits[("message", ident)].session_id
-            best[session] = max(best.get(session, 0.0), score)
-        for ref in matched:
-            hit = self.hits[ref]
-            hit.score += self.weights.session * best[hit.session_id]
+        for turn in turns:
+            best[turn.session_id] = max(best.get(turn.session_id, 0.0), matched[turn.id])
+        for turn in turns:
+            turn.score += self.weights.session * best[turn.session_id]
         ordered = sorted(
             self.hits.values(), key=lambda h: (-h.score, -h.created_at.timestamp(), h.id)
         )
-        turns = [hit for hit in ordered if hit.source == "message"]
         for hit in ordered:
             if hit.source == "memory" and hit.kind in DIGEST_KINDS:
                 floor = self.weights.digest_evidence * hit.score
-                strong = [turn for turn in turns if matched[(turn.source, turn.id)] >= floor]
+                strong = [h for h in ordered if h.source == "message" and matched[h.id] >= floor]
                 hit.source_message_ids = evidence_turns(
                     hit.session_id, hit.source_message_ids, strong
                 )
