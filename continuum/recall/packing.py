@@ -153,7 +153,7 @@ def pack(
     rendered block).
     Returns the items, the rendered block and its token count."""
     used = count_tokens(header(now))
-    opened: set[str | None] = set()  # section and day headings already charged
+    opened: set[tuple[str, str]] = set()  # (section, heading) already charged
     items: list[ContextItem] = []
     lines = {c.ref: line(c, now, config) for c in candidates}
     tokens_of = {ref: count_tokens(text) for ref, text in lines.items()}
@@ -171,8 +171,8 @@ def pack(
         text, tokens = lines[candidate.ref], tokens_of[candidate.ref]
         section = candidate.section
         day = day_of(section, candidate.created_at, now)
-        headings = [f"## {section}", *([day] if day else [])]
-        cost = tokens + sum(count_tokens(h) for h in headings if h not in opened)
+        headings = [(section, f"## {section}"), *([(section, day)] if day else [])]
+        cost = tokens + sum(count_tokens(h) for s, h in headings if (s, h) not in opened)
         if used + cost > max_tokens:
             excluded.append(
                 Excluded(candidate.ref, candidate.kind, "over the token budget", candidate.score)

@@ -58,11 +58,11 @@ def budget_for(*candidates: Candidate) -> int:
     """The exact tokens of a block holding `candidates`: its header, section and day
     headings, and lines."""
     sections = {c.section for c in candidates}
-    days = {day_of(c.section, c.created_at, NOW) for c in candidates} - {None}
+    days = {(c.section, day_of(c.section, c.created_at, NOW)) for c in candidates}
     return (
         count_tokens(header(NOW))
         + sum(count_tokens(f"## {section}") for section in sections)
-        + sum(count_tokens(day) for day in days if day)
+        + sum(count_tokens(day) for _, day in days if day)
         + sum(count_tokens(line(c, NOW, CONFIG)) for c in candidates)
     )
 
@@ -250,6 +250,17 @@ def test_lines_of_one_day_share_its_heading_which_is_charged_once() -> None:
         "- Jason moved to Ohio.",
     ]
     assert count_block_tokens(block) == used
+
+
+def test_a_day_heading_is_charged_in_each_section_it_opens() -> None:
+    decision = memory(1, "Decided to hire Hoffmann.", kind="decision", points=0.9)
+    fact = memory(2, "Jason has four grandchildren.", points=0.5)  # the same day
+    short = memory(3, "Tea.", points=0.3)  # would fit only if that heading were free
+    budget = budget_for(decision, fact)
+    items, block, used = pack([decision, fact, short], budget, NOW, CONFIG, [])
+    assert [i.ref for i in items] == ["memory:1", "memory:2"]
+    assert used == budget == count_block_tokens(block)
+    assert block.count("### 2026-11-23 (Mon, yesterday)") == 2
 
 
 def test_with_a_seed_what_it_did_not_reach_only_fills_the_room_left() -> None:
