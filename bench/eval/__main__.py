@@ -180,7 +180,8 @@ def main() -> None:
         "the baselines index the same turns."
     )
     report.show(console, report.table(systems, title, caption))
-    report.show(console, budget.held_table(held, sections))
+    rows = budget.held_rows(held, sections)
+    report.show(console, budget.held_table(rows))
     extra = {
         "data": str(path),
         "n_questions": len(split.questions),
@@ -199,7 +200,7 @@ def main() -> None:
             for name, (r, n, k) in sections.items()
         },
     }
-    saved = report.save(runs, systems, extra, title, caption, budget.held_markdown(held, sections))
+    saved = report.save(runs, systems, extra, title, caption, budget.held_markdown(rows))
     console.print(f"[green]✓[/] saved {saved}, {saved.with_suffix('.json')}, {report.RUNS_DIR}/")
 
 

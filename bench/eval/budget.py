@@ -123,40 +123,37 @@ def by_section(
     }
 
 
-def held_table(held: Sequence[Held], sections: Mapping[str, tuple[float, float, float]]) -> Table:
-    out = Table(
-        title="Evidence held at equal tokens (whole-pack recall), and the block's sections"
-        " (a section's tokens are its lines', headings apart)",
-        box=box.SIMPLE_HEAD,
-        pad_edge=False,
-    )
-    for header in ("what", "budget", "evidence recall", "lines", "tokens"):
+HEADERS = ("what", "budget", "evidence recall", "lines", "tokens")
+TITLE = "Evidence held at equal tokens"
+NOTE = "A block's tokens are all it used; a section's are its lines', headings apart."
+
+
+def held_rows(
+    held: Sequence[Held], sections: Mapping[str, tuple[float, float, float]]
+) -> list[list[str]]:
+    """The cells of the table: each block and packed search, then the block's sections."""
+    rows = [
+        [r.name, str(r.budget), f"{r.recall:.4f}", f"{r.lines:.1f}", f"{r.tokens:.0f}"]
+        for r in held
+    ]
+    rows += [
+        [f"block section: {name}", "", f"{recall:.4f}", f"{lines:.1f}", f"{tokens:.0f}"]
+        for name, (recall, lines, tokens) in sections.items()
+    ]
+    return rows
+
+
+def held_table(rows: list[list[str]]) -> Table:
+    out = Table(title=f"{TITLE}. {NOTE}", box=box.SIMPLE_HEAD, pad_edge=False)
+    for header in HEADERS:
         out.add_column(header, justify="left" if header == "what" else "right")
-    for row in held:
-        out.add_row(
-            row.name, str(row.budget), f"{row.recall:.4f}", f"{row.lines:.1f}", f"{row.tokens:.0f}"
-        )
-    for name, (recall, lines, tokens) in sections.items():
-        out.add_row(
-            f"  block section: {name}", "", f"{recall:.3f}", f"{lines:.1f}", f"{tokens:.0f}"
-        )
+    for row in rows:
+        out.add_row(*row)
     return out
 
 
-def held_markdown(held: Sequence[Held], sections: Mapping[str, tuple[float, float, float]]) -> str:
-    lines = [
-        "## Evidence held at equal tokens",
-        "",
-        "A block's tokens are all it used; a section's are its lines', headings apart.",
-        "",
-        "| what | budget | evidence recall | lines | tokens |",
-        "| --- | ---: | ---: | ---: | ---: |",
-    ]
-    lines += [
-        f"| {r.name} | {r.budget} | {r.recall:.4f} | {r.lines:.1f} | {r.tokens:.0f} |" for r in held
-    ]
-    lines += [
-        f"| block section: {name} | | {recall:.3f} | {n:.1f} | {tokens:.0f} |"
-        for name, (recall, n, tokens) in sections.items()
-    ]
+def held_markdown(rows: list[list[str]]) -> str:
+    lines = [f"## {TITLE}", "", NOTE, "", "| " + " | ".join(HEADERS) + " |",
+             "| --- |" + " ---: |" * (len(HEADERS) - 1)]  # fmt: skip
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
     return "\n".join([*lines, ""])

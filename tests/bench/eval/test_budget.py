@@ -5,7 +5,17 @@ from __future__ import annotations
 
 import pytest
 
-from bench.eval.budget import PREFIX_TOKENS, Section, block_held, by_section, packed_search
+from bench.eval.budget import (
+    PREFIX_TOKENS,
+    Held,
+    Section,
+    block_held,
+    by_section,
+    held_markdown,
+    held_rows,
+    held_table,
+    packed_search,
+)
 from bench.eval.locomo import Question
 
 QUESTIONS = [
@@ -45,3 +55,15 @@ def test_a_blocks_evidence_is_counted_whole_and_per_section() -> None:
     sections = by_section(blocks, QUESTIONS)
     assert sections["Relevant memories"] == pytest.approx((0.25, 1.0, 35.0))
     assert sections["Recent conversations"] == pytest.approx((0.25, 0.5, 10.0))
+
+
+def test_the_printed_and_saved_tables_hold_the_same_rows() -> None:
+    held = [Held("packed search", 800, 0.75, 14.5, 771.0)]
+    rows = held_rows(held, {"Relevant memories": (0.7, 12.0, 600.0)})
+    assert rows == [
+        ["packed search", "800", "0.7500", "14.5", "771"],
+        ["block section: Relevant memories", "", "0.7000", "12.0", "600"],
+    ]
+    markdown = held_markdown(rows).splitlines()
+    assert markdown[-2:] == ["| " + " | ".join(row) + " |" for row in rows]
+    assert held_table(rows).row_count == 2
