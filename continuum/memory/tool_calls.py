@@ -86,7 +86,7 @@ class MemoryTools:
         except ValidationError as exc:
             return {"success": False, "message": f"{name}: {validation_problems(exc)}"}
         self._call_id = call_id or uuid.uuid4().hex
-        return _HANDLERS[name](self, args)
+        return OPERATIONS[name](self, args)
 
     def store_memory(self, **arguments: Any) -> dict[str, Any]:
         return self.call("store_memory", arguments)
@@ -291,8 +291,9 @@ _STATUS_MESSAGES = {
     "superseded": "stored as history: a newer memory says otherwise",
     "duplicate": "already stored by this tool call",
 }
-# What each tool does, by name (the names of `TOOLS`).
-_HANDLERS: dict[str, Callable[[MemoryTools, Any], dict[str, Any]]] = {
+# What each tool does, by name: one operation per tool of `tool_schemas.TOOLS` (a test holds
+# the two lists equal, so a tool a client is offered always has an operation).
+OPERATIONS: dict[str, Callable[[MemoryTools, Any], dict[str, Any]]] = {
     "store_memory": MemoryTools._store,
     "update_memory": MemoryTools._update,
     "forget_memory": MemoryTools._forget,

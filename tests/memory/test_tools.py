@@ -11,8 +11,8 @@ from sqlalchemy import select
 
 from continuum.ephemeral.notify import memory_changed_channel
 from continuum.memory.preferences import get_preference, get_preferences, set_preference
-from continuum.memory.tool_calls import MemoryTools
-from continuum.memory.tool_schemas import tool_definitions
+from continuum.memory.tool_calls import OPERATIONS, MemoryTools
+from continuum.memory.tool_schemas import TOOLS, tool_definitions
 from continuum.memory.user_tasks import complete_task, create_task, list_tasks
 from continuum.redis_client import get_redis
 from continuum.store.engine import session_scope
@@ -131,6 +131,7 @@ def test_tool_definitions_match_the_validators() -> None:
     update = openai["update_memory"]["parameters"]
     assert update["properties"]["memory_type"]["type"] == "string"  # no anyOf-null noise
     assert "title" not in json.dumps(openai)
+    assert set(OPERATIONS) == set(TOOLS) == set(openai)  # every tool offered can run
 
 
 def test_preferences_api(db: Any) -> None:
