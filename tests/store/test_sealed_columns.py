@@ -1,0 +1,28 @@
+"""The store's sealed column types read back through the decoders sealing registers, and
+refuse a sealed value when none is registered rather than show its ciphertext."""
+
+from __future__ import annotations
+
+import pytest
+
+from continuum.sealing import envelope
+from continuum.store.models import SealedDetails, SealedReaders, SealedText
+
+
+def test_sealing_registers_its_decoders_on_import() -> None:
+    assert SealedReaders.text is envelope.read_text
+    assert SealedReaders.details is envelope.read_details
+
+
+def test_a_sealed_value_without_a_decoder_is_refused_and_plaintext_passes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(SealedReaders, "text", None)
+    monkeypatch.setattr(SealedReaders, "details", None)
+    column = SealedText("messages.content")
+    assert column.process_result_value("plain words", None) == "plain words"
+    with pytest.raises(RuntimeError, match=r"import continuum\.sealing\.envelope"):
+        column.process_result_value("enc1:AAAA", None)
+    assert SealedDetails().process_result_value({"channel": "voice"}, None) == {"channel": "voice"}
+    with pytest.raises(RuntimeError):
+        SealedDetails().process_result_value({"sealed": "enc1:AAAA"}, None)
