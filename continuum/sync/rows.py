@@ -37,19 +37,19 @@ def message_rows(
             details["time_inferred"] = True
         rows.append(
             MessageRow(
-                facts.namespace,
-                facts.session_id,
-                clean_text(message.message_id),
-                _optional(message.parent_id),
-                message.role,
-                clean_text(message.content),
-                _optional(message.channel) or facts.channel,
-                _optional(message.sender),
-                None,
-                facts.source,
-                message.created_at,
-                None,
-                details,
+                namespace=facts.namespace,
+                session_id=facts.session_id,
+                message_id=clean_text(message.message_id),
+                parent_id=_optional(message.parent_id),
+                role=message.role,
+                content=clean_text(message.content),
+                channel=_optional(message.channel) or facts.channel,
+                sender=_optional(message.sender),
+                user_id=None,  # synced turns have no user
+                source=facts.source,
+                created_at=message.created_at,
+                event_id=None,
+                details=details,
             )
         )
     return rows
