@@ -69,7 +69,7 @@ def db(servers: dict[str, str]) -> Iterator[Any]:
     from sqlalchemy import text
     from sqlalchemy.exc import OperationalError
 
-    from continuum.recall.textquery import speaker_lexemes
+    from continuum.recall.textquery import speakers
     from continuum.redis_client import get_redis
     from continuum.sealing.keys import keyring
     from continuum.store.engine import get_engine
@@ -86,7 +86,7 @@ def db(servers: dict[str, str]) -> Iterator[Any]:
                 raise
             time.sleep(0.5)
     get_redis().flushdb()
-    speaker_lexemes.clear()  # it remembers the names of the truncated tenants' speakers
+    speakers.clear()  # it remembers the names of the truncated tenants' speakers
     keyring.clear()  # key ids restart with the truncated table
     yield engine
 

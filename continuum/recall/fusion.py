@@ -20,6 +20,7 @@ from continuum.domain.memory import DIGEST_KINDS
 from continuum.domain.text import normalize_for_key
 from continuum.recall.rankings import Source, next_turns, read_content, turns_by_message_id
 from continuum.recall.scope import SearchFilters, where_sql
+from continuum.recall.textquery import speaker_of
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,7 @@ class FusionWeights:
     session: float = 0.3  # a turn gains this share of its session's best turn's score
     adjacent: float = 0.3  # the turn after a top turn scores at least this share of it
     adjacent_of: int = 5  # how many of the best turns lift the turn after them
+    speaker: float = 0.5  # a turn said by a person the query names gains this share of it
 
 
 @dataclass
@@ -92,8 +94,9 @@ def evidence_turns(
 class Fusion:
     """Accumulates each channel's score contributions per (source, id)."""
 
-    def __init__(self, weights: FusionWeights) -> None:
+    def __init__(self, weights: FusionWeights, named: set[str] | None = None) -> None:
         self.weights = weights
+        self.named = named or set()  # speakers the query names (not all of the tenant's)
         self.hits: dict[tuple[str, int], SearchHit] = {}
         self.unlifted: dict[int, float] = {}  # a lifted turn's score before `lift_adjacent`
 
@@ -185,6 +188,9 @@ class Fusion:
             best[turn.session_id] = max(best.get(turn.session_id, 0.0), matched[turn.id])
         for turn in turns:
             turn.score += self.weights.session * best[turn.session_id]
+            if speaker_of(turn.content) in self.named:
+                turn.score *= 1 + self.weights.speaker
+                turn.parts["speaker"] = self.weights.speaker
         ordered = sorted(
             self.hits.values(), key=lambda h: (-h.score, -h.created_at.timestamp(), h.id)
         )

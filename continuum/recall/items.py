@@ -47,7 +47,7 @@ class RecallConfig:
     fusion: FusionWeights = field(default_factory=FusionWeights)
     recency_n: int = 5
     relevance_n: int = 32
-    relevance_candidates: int = 24  # ranks each search channel contributes to the fusion
+    relevance_candidates: int = 40  # ranks each search channel contributes to the fusion
     importance_n: int = 10
     importance_min: int = 8
     importance_days: int = 30

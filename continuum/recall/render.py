@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 
 from continuum.domain.text import clip
 from continuum.recall.items import SECTIONS, Candidate, ContextItem, RecallConfig
+from continuum.recall.textquery import speaker_of
 
 
 def render_when(when: datetime, now: datetime) -> str:
@@ -60,7 +61,9 @@ def line(candidate: Candidate, now: datetime, config: RecallConfig) -> str:
     dated = when is not None and not day_of(candidate.section, when, now)
     prefix = f"{render_when(when, now)} " if when is not None and dated else ""
     where = f"[{candidate.channel}] " if candidate.channel else ""
-    speaker = f"{candidate.kind}: " if candidate.source == "message" else ""
+    # A turn shows who said it: its role, unless its text opens with the speaker's name.
+    named = candidate.source != "message" or speaker_of(candidate.content) is not None
+    speaker = "" if named else f"{candidate.kind}: "
     return f"- {prefix}{where}{speaker}{body}"
 
 

@@ -40,7 +40,7 @@ from continuum.recall.textquery import (
     plan,
     query_lexemes,
     quote_lexeme,
-    speaker_lexemes,
+    speakers,
     table_stats,
 )
 from continuum.recall.timeparse import TimeRange, parse_time_range, strip_phrase
@@ -109,9 +109,11 @@ def search_in(
     lexemes = query_lexemes(db, prepared.text)
     # A transcript's turns open with their speaker's name ("Caroline: …"): as a word it
     # matches every turn of that person, so it selects and ranks nothing (the vector
-    # channel still reads the whole question).
-    speakers = speaker_lexemes.get(db, namespace)
-    lexemes = tuple(lexeme for lexeme in lexemes if lexeme not in speakers) or lexemes
+    # channel still reads the whole question); fusion favours what the named said instead.
+    names = speakers.get(db, namespace)
+    named = {name for name, stems in names.items() if stems & set(lexemes)}
+    said = frozenset().union(*names.values())
+    lexemes = tuple(lexeme for lexeme in lexemes if lexeme not in said) or lexemes
     if get_settings().is_encrypted(namespace):  # its index holds keyed terms (R47)
         lexemes = keyed_lexemes(namespace, lexemes)
     params: dict[str, Any] = {
@@ -132,7 +134,7 @@ def search_in(
         # Counted before any ranking, while the query vector is still being computed.
         for source in sources if query_vector else ():
             wide[source] = rankings.window_is_wide(db, source, reach, params)
-    fusion = Fusion(weights)
+    fusion = Fusion(weights, named if len(named) < len(names) else set())
     channels = (["text"] if lexemes else []) + (["vector"] if query_vector else [])
     for channel in channels:  # text first: the query vector is still being computed
         if channel == "vector" and query_vector:

@@ -21,12 +21,14 @@ paraphrases anyway.
 Speaker names are metadata, not words of the question: turns synced from a transcript open
 with their speaker ("Caroline: …"), so a question naming a speaker would match every turn
 of theirs. The names are read from the leading `Name:` of the tenant's latest turns
-(`speaker_lexemes`) and left out of the text query.
+(`speakers`) and left out of the text query; fusion uses them instead to favour what the
+person a question names said (`speaker_of`).
 """
 
 from __future__ import annotations
 
 import itertools
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -131,25 +133,36 @@ table_stats = _TtlCache(
 
 SPEAKER_SAMPLE = 200  # latest turns of a tenant read for speaker names
 SPEAKER_MIN_TURNS = 3  # turns a `Name:` prefix must open among them to count
+# A speaker's name: as Postgres reads it here, and as `speaker_of` does.
+_SPEAKER_PREFIX = re.compile(r"^([^\W\d_](?:[^\W\d_]|[.'-]){0,30}):\s")
 _SPEAKERS_SQL = text(
     """
-    SELECT lexeme FROM (
+    SELECT name, lexeme FROM (
         SELECT substring(content FROM '^([[:upper:]][[:alpha:].''-]{0,30}):\\s') AS name
         FROM messages WHERE namespace = :ns ORDER BY created_at DESC LIMIT :sample
     ) latest CROSS JOIN LATERAL unnest(tsvector_to_array(to_tsvector('english', name))) AS lexeme
-    WHERE name IS NOT NULL GROUP BY lexeme HAVING count(*) >= :min_turns
+    WHERE name IS NOT NULL GROUP BY name, lexeme HAVING count(*) >= :min_turns
     """
 )
 
 
-def _speakers(db: DbSession, namespace: str) -> frozenset[str]:
-    """The stemmed names the tenant's latest turns open with (`Name: …`): one bounded index
-    range whatever the tenant's size."""
+def _speakers(db: DbSession, namespace: str) -> dict[str, frozenset[str]]:
+    """The names the tenant's latest turns open with (`Name: …`), each with its stemmed
+    lexemes: one bounded index range whatever the tenant's size."""
     params = {"ns": namespace, "sample": SPEAKER_SAMPLE, "min_turns": SPEAKER_MIN_TURNS}
-    return frozenset(db.execute(_SPEAKERS_SQL, params).scalars())
+    names: dict[str, set[str]] = {}
+    for row in db.execute(_SPEAKERS_SQL, params):
+        names.setdefault(row.name, set()).add(row.lexeme)
+    return {name: frozenset(lexemes) for name, lexemes in names.items()}
 
 
-speaker_lexemes = _TtlCache(_speakers)
+speakers = _TtlCache(_speakers)
+
+
+def speaker_of(content: str) -> str | None:
+    """The name a turn opens with (`Caroline: …`), if it does."""
+    match = _SPEAKER_PREFIX.match(content)
+    return match.group(1) if match and match.group(1)[0].isupper() else None
 
 
 def quote_lexeme(lexeme: str) -> str:

@@ -50,3 +50,17 @@ def test_a_lifted_turn_does_not_set_its_sessions_best() -> None:
     follower = hit("message", 2, "c", 0.6)  # lifted from a best turn of another session
     ranked = fused(hit("message", 1, "c", 0.1), follower, lifted={2: 0.0})
     assert {made.id: made.score for made in ranked} == pytest.approx({1: 0.13, 2: 0.63})
+
+
+def test_a_turn_said_by_the_person_the_query_names_gains_its_share() -> None:
+    said = hit("message", 1, "a", 0.5)
+    said.content = "Melanie: The kids loved the dinosaur exhibit."
+    addressed = hit("message", 2, "b", 0.6)
+    addressed.content = "Caroline: Thanks, Melanie! The kids sound great."
+    fusion = Fusion(FusionWeights(session=0.0, speaker=0.5), named={"Melanie"})
+    for made in (said, addressed):
+        fusion.hits[(made.source, made.id)] = made
+    ranked = fusion.ranked()
+    assert [made.id for made in ranked] == [1, 2]  # what Melanie said, before what she was told
+    assert said.score == pytest.approx(0.75) and addressed.score == pytest.approx(0.6)
+    assert said.parts["speaker"] == 0.5 and "speaker" not in addressed.parts

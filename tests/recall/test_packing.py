@@ -281,3 +281,10 @@ def test_a_summary_is_clipped_later_than_other_items() -> None:
     text = "word " * 100  # 500 characters: over an item's 300, under a summary's 700
     assert len(line(memory(1, text, kind="conversation_summary"), NOW, CONFIG)) > 400
     assert len(line(memory(2, text), NOW, CONFIG)) < 340
+
+
+def test_a_turn_names_its_speaker_once() -> None:
+    said = turn("m1", "Melanie: The kids loved the dinosaur exhibit.")
+    plain = turn("m2", "Can Hoffmann start on Monday?")
+    assert line(said, NOW, CONFIG) == "- Melanie: The kids loved the dinosaur exhibit."
+    assert line(plain, NOW, CONFIG) == "- user: Can Hoffmann start on Monday?"

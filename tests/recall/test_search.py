@@ -179,6 +179,25 @@ def test_speaker_names_are_not_query_words(db: Any) -> None:
     assert [ids([h]) for h in hits if "text_rank" in h.parts] == [["s1-2"]]
 
 
+def test_what_the_named_person_said_ranks_before_what_they_were_told(db: Any) -> None:
+    session("s1", NOW - timedelta(days=5), [
+        ("user", "Caroline: Melanie, do your kids like museums?"),
+        ("assistant", "Melanie: My kids love dinosaurs, the museum was a hit."),
+        ("user", "Caroline: Dinosaurs and kids, Melanie, what a pair! My kids love dinosaurs too."),
+        ("assistant", "Melanie: Ha, we should go together."),
+        ("user", "Caroline: Deal, next weekend then."),
+        ("assistant", "Melanie: See you then!"),
+    ])  # fmt: skip
+    embed_pending()
+    hits = search("pearl", "What do Melanie's kids love?", limit=4, sources=("message",), now=NOW)
+    assert ids(hits)[0] == "s1-1"
+    assert hits[0].parts["speaker"] > 0
+    # Naming every speaker of the tenant favours no one.
+    both = search("pearl", "What do Melanie and Caroline's kids love?", limit=4,
+                  sources=("message",), now=NOW)  # fmt: skip
+    assert not any("speaker" in h.parts for h in both)
+
+
 def test_neighbours_come_from_the_same_session(db: Any) -> None:
     session("s1", NOW - timedelta(days=2), [
         ("user", "What was the name of the vet?"),
