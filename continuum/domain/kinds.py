@@ -28,6 +28,7 @@ MemoryKind = Literal[
     "session_snapshot",
     "conversation_summary",
     "reflection",
+    "statement",
 ]
 # Sections of the context block a memory can land in (the block's order: recall.items.SECTIONS).
 ContextSection = Literal[
@@ -57,6 +58,9 @@ class KindSpec:
     pruned_when_decayed: bool = True  # deleted once decayed to 1 and untouched long enough
     compressible: bool = False  # maintenance folds many small ones on a topic into one
     archived_when_old: bool = False  # maintenance archives it after summary_archive_days
+    # An index of its source turn: search scores the turn by it and shows the turn in its
+    # place; no recency or importance channel of the block reads it.
+    indexes_turn: bool = False
 
 
 KINDS: tuple[KindSpec, ...] = (
@@ -152,6 +156,13 @@ KINDS: tuple[KindSpec, ...] = (
         archived_when_old=True,
     ),
     KindSpec("reflection", "A conclusion drawn from several memories."),
+    KindSpec(
+        "statement",
+        "One sentence a person said in a longer turn, named for its speaker; cites the turn.",
+        pre_compaction=False,
+        pruned_when_decayed=False,
+        indexes_turn=True,
+    ),
 )
 KIND_SPECS: dict[str, KindSpec] = {spec.name: spec for spec in KINDS}
 

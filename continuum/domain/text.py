@@ -18,6 +18,8 @@ _SENTENCE_END = re.compile(
     + "".join(rf"(?<!\b{re.escape(abbreviation)}\.)" for abbreviation in _ABBREVIATIONS)
     + r"\s+(?=[\"'(A-Za-z0-9])|\n+"
 )
+# A speaker's name opening a turn; Postgres reads the same (`recall.textquery.speakers`).
+_SPEAKER = re.compile(r"^([^\W\d_](?:[^\W\d_]|[.'-]){0,30}):\s")
 _CLAUSE_BREAK = re.compile(
     r";\s+|,?\s+(?:and|but|also|plus)\s+(?=(?:i|i'm|i've|i'll|my|we|we're|we'll|let's)\b)",
     re.IGNORECASE,
@@ -140,6 +142,13 @@ def normalize_for_key(text: str) -> str:
 def split_sentences(text: str) -> list[str]:
     """Split prose into sentences on terminal punctuation and line breaks."""
     return [s for s in (clean(part) for part in _SENTENCE_END.split(text)) if s]
+
+
+def speaker_of(content: str) -> str | None:
+    """The name a turn opens with (`Caroline: …`, as a group transcript writes its turns),
+    if it does."""
+    match = _SPEAKER.match(content)
+    return match.group(1) if match and match.group(1)[0].isupper() else None
 
 
 def split_clauses(sentence: str) -> list[str]:

@@ -165,7 +165,9 @@ def extract_chunk(
     ctx = WriteScope(namespace, session_id, first.user_id, first.channel, last.created_at)
     if not live:
         with session_scope() as db:
-            stored = store_candidates(db, [(ctx, c) for c in key_moments(turns, "chunk")])
+            stored = store_candidates(
+                db, [(ctx, c) for c in key_moments(turns, "chunk", namespace)]
+            )
         result.deterministic = len(stored)
         metrics.incr(metrics.MEMORIES_STORED, result.deterministic)
     if llm is None:

@@ -24,7 +24,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import DataError
 from sqlalchemy.orm import Session as DbSession
 
-from continuum.capture import detect_key_moments, extract_entities, topic_slug
+from continuum.capture import detect_key_moments, extract_entities, statements, topic_slug
 from continuum.config import get_settings
 from continuum.contract.events import (
     Event,
@@ -199,9 +199,11 @@ def _previous_turn(db: DbSession, turn: TurnEvent) -> CaptureTurn | None:
 
 
 def _capture(db: DbSession, events: list[TurnEvent]) -> list[tuple[WriteScope, MemoryCandidate]]:
-    """Cheap key-moment detection on fresh turns (event-time order)."""
+    """Cheap key-moment detection on fresh turns (event-time order), and their statements
+    (none for a tenant in privacy mode: they are its words)."""
     items: list[tuple[WriteScope, MemoryCandidate]] = []
     previous: dict[tuple[str, str], CaptureTurn | None] = {}
+    settings = get_settings()
     for event in events:
         session = (event.namespace, event.session_id)
         if session not in previous:
@@ -211,6 +213,7 @@ def _capture(db: DbSession, events: list[TurnEvent]) -> list[tuple[WriteScope, M
             continue
         ctx = WriteScope(event.namespace, event.session_id, event.user_id, event.channel, event.ts)
         found = detect_key_moments(current, previous=previous[session])
+        found += [] if settings.is_private(event.namespace) else statements(current)
         items += [(ctx, candidate) for candidate in found]
         previous[session] = current
     return items

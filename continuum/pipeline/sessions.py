@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session as DbSession
 
-from continuum.capture import detect_key_moments, session_snapshot, summarize_session
+from continuum.capture import detect_key_moments, session_snapshot, statements, summarize_session
 from continuum.capture.topics import Vocabulary, topic_tags
 from continuum.config import get_settings
 from continuum.contract.events import ChatMessage, PreCompactionEvent, SessionEndEvent
@@ -142,7 +142,12 @@ def _chat_turns(messages: list[ChatMessage], session_id: str, prefix: str) -> li
     return turns
 
 
-def key_moments(turns: list[CaptureTurn], trigger: str) -> list[MemoryCandidate]:
+def key_moments(
+    turns: list[CaptureTurn], trigger: str, namespace: str | None = None
+) -> list[MemoryCandidate]:
+    """Each turn's key moments; with the tenant's `namespace`, also its statements, unless
+    the tenant is in privacy mode (they are its words)."""
+    said = namespace is not None and not get_settings().is_private(namespace)
     found: list[MemoryCandidate] = []
     previous = None
     for turn in turns:
@@ -150,6 +155,7 @@ def key_moments(turns: list[CaptureTurn], trigger: str) -> list[MemoryCandidate]
             c.model_copy(update={"trigger": trigger})
             for c in detect_key_moments(turn, previous=previous)
         ]
+        found += statements(turn, trigger) if said else []
         previous = turn
     return found
 
@@ -297,7 +303,7 @@ def _write_session(
     captured = captured_sources(db, end.namespace, end.session_id)
     candidates = [
         c
-        for c in key_moments(turns, "session_end")
+        for c in key_moments(turns, "session_end", end.namespace)
         if not any((c.kind, m) in captured for m in c.source_message_ids)
     ]
     taken |= _existing_keys(db, end.namespace, {c.key.lower() for c in candidates if c.key})

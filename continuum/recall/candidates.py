@@ -94,17 +94,19 @@ def memory_channels(config: RecallConfig) -> list[MemoryChannel]:
     """The block's memory channels: summaries, open threads, preferences, recency and
     importance, sized by `config`."""
     by_rank = "importance DESC, created_at DESC"
-    not_summaries = kind_names(lambda spec: spec.context_section != "Recent conversations")
+    timeline_kinds = kind_names(
+        lambda spec: spec.context_section != "Recent conversations" and not spec.indexes_turn
+    )
     return [
         MemoryChannel("summaries", "recent conversation", SUMMARY_KINDS, config.summaries_n),
         MemoryChannel("open_threads", "open thread", _kinds_in("Open threads"), config.pinned_n,
                       "tags @> ARRAY['status:open']", by_rank),
         MemoryChannel("preferences", "preference", _kinds_in("Preferences"), config.pinned_n,
                       order=by_rank),
-        MemoryChannel("recency", "recent", not_summaries, config.recency_n),
+        MemoryChannel("recency", "recent", timeline_kinds, config.recency_n),
         MemoryChannel("importance",
                       f"importance ≥ {config.importance_min} within {config.importance_days} days",
-                      not_summaries, config.importance_n, "created_at >= :isince", by_rank,
+                      timeline_kinds, config.importance_n, "created_at >= :isince", by_rank,
                       by="importance"),
     ]  # fmt: skip
 
@@ -221,7 +223,9 @@ def from_hit(hit: SearchHit, best: float, rank: int) -> Candidate:
         source=hit.source,
         ref=ref,
         kind=hit.kind,
-        content=hit.content,
+        # A turn a statement reached shows that sentence: what the seed matched, at a
+        # fraction of the turn's tokens (the item still refers to the whole turn).
+        content=f"{hit.focus} …" if hit.focus else hit.content,
         created_at=hit.created_at,
         channel=hit.channel,
         importance=hit.importance,

@@ -16,11 +16,13 @@ from typing import Any
 
 from sqlalchemy.orm import Session as DbSession
 
+from continuum.domain.kinds import kind_names
 from continuum.domain.memory import DIGEST_KINDS
-from continuum.domain.text import normalize_for_key
+from continuum.domain.text import normalize_for_key, speaker_of
 from continuum.recall.rankings import Source, next_turns, read_content, turns_by_message_id
 from continuum.recall.scope import SearchFilters, where_sql
-from continuum.recall.textquery import speaker_of
+
+TURN_INDEX_KINDS = frozenset(kind_names(lambda spec: spec.indexes_turn))
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,7 @@ class FusionWeights:
     memory: float = 1.0
     message: float = 1.0
     memory_key: float = 0.9  # its source turns rank at least at this share of a memory's score
+    statement: float = 0.7  # a turn scores at least this share of its best statement's score
     digest_evidence: float = 0.5  # a digest cites its turns scoring at least this share of it
     session: float = 0.3  # a turn gains this share of its session's best turn's score
     adjacent: float = 0.3  # the turn after a top turn scores at least this share of it
@@ -57,6 +60,7 @@ class SearchHit:
     score: float = 0.0
     parts: dict[str, float] = field(default_factory=dict)
     neighbours: list[dict[str, Any]] = field(default_factory=list)  # ±n turns, same session
+    focus: str | None = None  # a turn's statement the query matched best, if one did
 
     def as_dict(self) -> dict[str, Any]:
         return {**self.__dict__, "created_at": self.created_at.isoformat()}
@@ -115,8 +119,8 @@ class Fusion:
         its own signal places it among them (at most as much as the best turn)."""
         vector = channel.startswith("vector")
         values = [1 - signal if vector else signal for _, _, signal in ranked]
-        scale = [v for (source, _, _), v in zip(ranked, values, strict=True) if source == "message"]
-        scale = scale or values
+        said = [source == "message" or row.kind in TURN_INDEX_KINDS for source, row, _ in ranked]
+        scale = [value for value, turn in zip(values, said, strict=True) if turn] or values
         top = max(scale, default=0.0)
         floor = min(scale, default=0.0) if vector else 0.0
         for rank, ((source, row, _), value) in enumerate(zip(ranked, values, strict=True), 1):
@@ -135,22 +139,33 @@ class Fusion:
         self, db: DbSession, filters: SearchFilters, params: dict[str, Any]
     ) -> None:
         """A memory hit lifts the messages it was extracted from to `memory_key` of its
-        score (unless they score higher already): the turns show up right after it."""
-        best: dict[tuple[str, str], float] = {}
+        score (unless they score higher already): the turns show up right after it. A
+        statement is one sentence of its turn: the turn scores at least `statement` of the
+        best of its statements, as a match of its own words (`ranked` then leaves the
+        statements out)."""
+        best: dict[tuple[str, str], tuple[float, str, str | None]] = {}
         for hit in self.hits.values():
             if hit.source != "memory" or hit.kind in DIGEST_KINDS or not hit.session_id:
                 continue
+            index = hit.kind in TURN_INDEX_KINDS
+            lift = (
+                (hit.score * self.weights.statement, "statement", hit.content)
+                if index
+                else (hit.score * self.weights.memory_key, "memory_key", None)
+            )
             for message_id in hit.source_message_ids:
                 pair = (hit.session_id, message_id)
-                best[pair] = max(best.get(pair, 0.0), hit.score * self.weights.memory_key)
+                if lift[0] > best.get(pair, (0.0,))[0]:
+                    best[pair] = lift
         if not best:
             return
         where = where_sql("message", replace(filters, session_id=None), params)
         for row in turns_by_message_id(db, where, params, list(best)):
             hit = self._hit("message", row)
-            share = best[(row.session_id, row.source_message_ids[0])]
+            share, why, focus = best[(row.session_id, row.source_message_ids[0])]
             hit.score = max(hit.score, share)
-            hit.parts["memory_key"] = round(share, 6)
+            hit.parts[why] = round(share, 6)
+            hit.focus = focus or hit.focus
 
     def lift_adjacent(self, db: DbSession, filters: SearchFilters, params: dict[str, Any]) -> None:
         """The turn right after each of the `adjacent_of` best turns scores at least
@@ -191,9 +206,8 @@ class Fusion:
             if speaker_of(turn.content) in self.named:
                 turn.score *= 1 + self.weights.speaker
                 turn.parts["speaker"] = self.weights.speaker
-        ordered = sorted(
-            self.hits.values(), key=lambda h: (-h.score, -h.created_at.timestamp(), h.id)
-        )
+        shown = [h for h in self.hits.values() if h.kind not in TURN_INDEX_KINDS]
+        ordered = sorted(shown, key=lambda h: (-h.score, -h.created_at.timestamp(), h.id))
         for hit in ordered:
             if hit.source == "memory" and hit.kind in DIGEST_KINDS:
                 floor = self.weights.digest_evidence * hit.score

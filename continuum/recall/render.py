@@ -13,13 +13,13 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from continuum.domain.text import clip
+from continuum.domain.text import clip, speaker_of
 from continuum.recall.items import SECTIONS, Candidate, ContextItem, RecallConfig
-from continuum.recall.textquery import speaker_of
 
 
 def render_when(when: datetime, now: datetime) -> str:
-    """`2026-11-21 (Sat, 3 days ago)`: the date, weekday and distance from now."""
+    """`2026-11-21 (Sat, 3 days ago)`: the date, weekday and distance from now (within 60
+    days back; older, `2023-06-27 (Tue)`)."""
     days = (now.date() - when.astimezone(now.tzinfo or UTC).date()).days
     if days == 0:
         distance = "today"
@@ -27,8 +27,10 @@ def render_when(when: datetime, now: datetime) -> str:
         distance = "yesterday"
     elif days == -1:
         distance = "tomorrow"
+    elif days >= 60:  # months back, the date says it; the header gives now
+        return f"{when:%Y-%m-%d} ({when:%a})"
     elif days > 0:
-        distance = f"{days} days ago" if days < 60 else f"{round(days / 30.44)} months ago"
+        distance = f"{days} days ago"
     else:
         distance = f"in {-days} days"
     return f"{when:%Y-%m-%d} ({when:%a}, {distance})"

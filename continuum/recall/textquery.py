@@ -22,13 +22,12 @@ Speaker names are metadata, not words of the question: turns synced from a trans
 with their speaker ("Caroline: …"), so a question naming a speaker would match every turn
 of theirs. The names are read from the leading `Name:` of the tenant's latest turns
 (`speakers`) and left out of the text query; fusion uses them instead to favour what the
-person a question names said (`speaker_of`).
+person a question names said (`domain.text.speaker_of`).
 """
 
 from __future__ import annotations
 
 import itertools
-import re
 import threading
 import time
 from collections.abc import Callable
@@ -133,8 +132,7 @@ table_stats = _TtlCache(
 
 SPEAKER_SAMPLE = 200  # latest turns of a tenant read for speaker names
 SPEAKER_MIN_TURNS = 3  # turns a `Name:` prefix must open among them to count
-# A speaker's name: as Postgres reads it here, and as `speaker_of` does.
-_SPEAKER_PREFIX = re.compile(r"^([^\W\d_](?:[^\W\d_]|[.'-]){0,30}):\s")
+# A speaker's name as `domain.text.speaker_of` reads it.
 _SPEAKERS_SQL = text(
     """
     SELECT name, lexeme FROM (
@@ -157,12 +155,6 @@ def _speakers(db: DbSession, namespace: str) -> dict[str, frozenset[str]]:
 
 
 speakers = _TtlCache(_speakers)
-
-
-def speaker_of(content: str) -> str | None:
-    """The name a turn opens with (`Caroline: …`), if it does."""
-    match = _SPEAKER_PREFIX.match(content)
-    return match.group(1) if match and match.group(1)[0].isupper() else None
 
 
 def quote_lexeme(lexeme: str) -> str:

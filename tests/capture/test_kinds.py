@@ -107,3 +107,13 @@ def test_mission_control_hard_codes_no_kind() -> None:
     html = (STATIC_DIR / "index.html").read_text(encoding="utf-8")
     assert '<select id="kind"><option value="">any</option></select>' in html
     assert not [name for name in ALL if f"<option>{name}</option>" in html]
+
+
+def test_no_block_channel_reads_a_turns_index_by_recency_or_importance() -> None:
+    from continuum.recall.candidates import memory_channels
+    from continuum.recall.items import RecallConfig
+
+    indexes = set(kind_names(lambda spec: spec.indexes_turn))
+    assert indexes == {"statement"}
+    for channel in memory_channels(RecallConfig()):
+        assert not indexes & set(channel.kinds), channel.name

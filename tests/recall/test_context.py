@@ -163,6 +163,20 @@ def test_with_a_seed_the_sections_yield_to_relevance(db: Any) -> None:
     assert seeded.items[0].source_message_ids == ["vet-0"]
 
 
+def test_a_long_turn_shows_the_sentence_the_seed_matched(db: Any) -> None:
+    long_turn = ("The trip was long and the weather was grey most days. We visited three "
+                 "museums and ate far too much pasta. My daughter wants to study marine "
+                 "biology after school. Anyway the flights home were delayed twice.")  # fmt: skip
+    ingest_batch([turn(long_turn, session_id="trip", message_id="trip-0")])
+    embed_pending()
+    result = context("pearl", "What does my daughter want to study?", 800, user_id="jason",
+                     now=NOW)  # fmt: skip
+    item = next(i for i in result.items if i.source_message_ids == ["trip-0"])
+    assert item.text == "- [voice] User: My daughter wants to study marine biology after school. …"
+    assert item.ref == "message:trip/trip-0"  # the line stands for the whole turn
+    assert item.tokens == count_tokens(item.text)
+
+
 def test_a_session_summary_covers_no_turn_and_cites_what_the_seed_matched(db: Any) -> None:
     lines = [f"Chatted about the weather, part {i}." for i in range(6)]
     lines[3] = "The plumber Kowalski fixes the boiler on Thursday."
@@ -237,6 +251,8 @@ def test_render_when() -> None:
     assert render_when(NOW, NOW) == "2026-11-24 (Tue, today)"
     assert render_when(NOW - timedelta(days=1), NOW) == "2026-11-23 (Mon, yesterday)"
     assert render_when(NOW + timedelta(days=2), NOW) == "2026-11-26 (Thu, in 2 days)"
+    assert render_when(NOW - timedelta(days=59), NOW) == "2026-09-26 (Sat, 59 days ago)"
+    assert render_when(NOW - timedelta(days=60), NOW) == "2026-09-25 (Fri)"  # the date says it
     assert RecallConfig().main_channels == {"main", "dm", "direct"}
 
 
@@ -254,7 +270,8 @@ def test_a_memory_tracked_as_a_task_appears_once(db: Any) -> None:
 
 def test_every_kind_is_recalled_into_its_registry_section(db: Any) -> None:
     """Some channel reads every kind, and each lands in the section the kind registry names;
-    a kind that becomes a task is shown as that task instead."""
+    a kind that becomes a task is shown as that task instead, and an index of a turn (a
+    statement) only through search, as its turn."""
     ids = {
         spec.name: remember(
             f"Note {i} of kind {spec.name}.", spec.name, importance=9, tags=("status:open",)
@@ -269,6 +286,8 @@ def test_every_kind_is_recalled_into_its_registry_section(db: Any) -> None:
         ref = f"memory:{ids[spec.name]}"
         if spec.becomes_task:
             assert ref in tracked, spec.name
+        elif spec.indexes_turn:
+            assert ref not in sections, spec.name
         else:
             assert sections.get(ref) == spec.context_section, spec.name
 

@@ -198,6 +198,25 @@ def test_what_the_named_person_said_ranks_before_what_they_were_told(db: Any) ->
     assert not any("speaker" in h.parts for h in both)
 
 
+def test_a_long_turn_is_found_by_the_sentence_that_answers(db: Any) -> None:
+    """Each sentence of a long turn is a statement: the turn scores by its best one, and
+    the statement itself is never a hit."""
+    session("s1", NOW - timedelta(days=3), [
+        ("user", "The trip was long and the weather was grey most days. We visited three "
+                 "museums and ate far too much pasta. My daughter wants to study marine "
+                 "biology after school. Anyway the flights home were delayed twice."),
+        ("user", "Our daughter's birthday party is on Saturday."),
+        ("user", "School starts again on Monday after the trip."),
+    ])  # fmt: skip
+    embed_pending()
+    hits = search("pearl", "What does my daughter want to study later?", limit=3, now=NOW)
+    assert ids(hits)[0] == "s1-0"
+    assert hits[0].parts["statement"] > 0
+    assert not [h for h in hits if h.kind == "statement"]
+    memories = search("pearl", "marine biology", sources=("memory",), now=NOW)
+    assert not [h for h in memories if h.kind == "statement"]
+
+
 def test_neighbours_come_from_the_same_session(db: Any) -> None:
     session("s1", NOW - timedelta(days=2), [
         ("user", "What was the name of the vet?"),
