@@ -12,6 +12,7 @@ from celery.schedules import crontab
 
 from continuum.contract.queues import (
     EMBED_PENDING,
+    END_IDLE_SESSIONS,
     REDELIVER_EVENTS,
     RUN_MAINTENANCE,
     SWEEP_IDLE,
@@ -42,4 +43,6 @@ BEAT_SCHEDULE: dict[str, dict[str, Any]] = {
     ),
     # Server-side idle detection (R25): runtimes need not send heartbeats.
     "idle-sweep": _entry(SWEEP_IDLE, crontab(minute="*"), expires=55),
+    # R9: sessions that never sent session_end are finished once CONTINUUM_SESSION_TIMEOUT_S idle.
+    "session-timeout": _entry(END_IDLE_SESSIONS, crontab(minute="*"), expires=55),
 }

@@ -128,6 +128,12 @@ class Settings(BaseSettings):
     session_end_wait_s: float = Field(
         default=60.0, ge=0, description="How long session end waits for its announced turns."
     )
+    session_timeout_s: float = Field(
+        default=3600.0,
+        ge=60,
+        description="An evented session with no event for this long that never sent "
+        "session_end is finished as if it had (reason `idle`).",
+    )
 
     task_time_limit_s: int = 300
     task_soft_time_limit_s: int = 240

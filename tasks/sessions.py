@@ -1,5 +1,6 @@
-"""Session lifecycle tasks: session end and its LLM summary (extract queue), idle sweep
-(maintenance, beat) and narrative file appends (narrative queue, on the host that has the workspace files)."""
+"""Session lifecycle tasks: session end and its LLM summary (extract queue), the idle sweep
+and ending sessions that never sent session_end (maintenance, beat), and narrative file
+appends (narrative queue, on the host that has the workspace files)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 from continuum.contract.dispatch import send
 from continuum.contract.events import SessionEndEvent, parse_event
 from continuum.contract.queues import (
+    END_IDLE_SESSIONS,
     FINISH_SESSION,
     NARRATIVE_APPEND,
     SUMMARIZE_SESSION,
@@ -18,6 +20,7 @@ from continuum.contract.queues import (
 )
 from continuum.inference.llm import LLMUnavailable, get_llm
 from continuum.pipeline import narrative
+from continuum.pipeline.ending import end_idle_sessions
 from continuum.pipeline.llm_summary import summarize_with_llm
 from continuum.pipeline.sessions import finish_session, sweep_idle
 from tasks.embed import schedule_embedding
@@ -79,6 +82,11 @@ def sweep_idle_task(self: ReliableTask) -> dict[str, Any]:
     if stored:
         schedule_embedding()
     return {"snapshots": stored}
+
+
+@app.task(name=END_IDLE_SESSIONS, base=ReliableTask, bind=True)
+def end_idle_sessions_task(self: ReliableTask) -> dict[str, int]:
+    return {"sessions_ended": end_idle_sessions()}
 
 
 @app.task(name=NARRATIVE_APPEND, base=ReliableTask, bind=True)

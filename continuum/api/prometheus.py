@@ -3,8 +3,9 @@
 Flower shows workers and tasks but not how much is waiting, so this adds, read at scrape
 time: the depth of every Celery queue (Redis LLEN over kombu's priority lists in the broker),
 messages delivered but not yet acknowledged, the dead-letter store by task, the open sync
-problems by kind, and every pipeline counter of `continuum.store.metrics` as a Prometheus
-counter. A source that cannot be read is reported by `continuum_source_up{source=...} 0`
+problems by kind, every pipeline counter of `continuum.store.metrics` as a Prometheus
+counter and each of its observations (summarization time, memories per session) as a
+summary. A source that cannot be read is reported by `continuum_source_up{source=...} 0`
 instead of failing the scrape.
 
 No token: it carries aggregate numbers only (no tenant names or content). Keep it off the
@@ -18,7 +19,12 @@ from collections.abc import Callable, Iterator
 import redis
 from fastapi import APIRouter, Response
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    Metric,
+    SummaryMetricFamily,
+)
 from prometheus_client.registry import Collector
 from sqlalchemy import func, select
 from sqlalchemy.exc import SQLAlchemyError
@@ -34,7 +40,9 @@ from continuum.sync import problems
 
 router = APIRouter(tags=["monitoring"])
 COUNTER_HELP = {
-    metrics.MEMORIES_STORED: "Memories stored by capture and extraction.",
+    metrics.MEMORIES_STORED: "Memories stored (capture, extraction, session end, tools).",
+    metrics.MEMORIES_UPDATED: "Memories given a new version by update_memory.",
+    metrics.MEMORIES_SUPERSEDED: "Memories superseded (a newer claim, an update, an LLM summary).",
     metrics.LLM_CALLS: "Calls to the LLM endpoint.",
     metrics.LLM_FALLBACKS: "LLM calls without a usable answer (deterministic path only).",
     metrics.LLM_BAD_OUTPUT: "LLM answers still invalid after their repair (nothing stored).",
@@ -45,6 +53,10 @@ COUNTER_HELP = {
     metrics.LLM_COMPLETION_TOKENS: "Completion tokens of LLM calls.",
     metrics.LLM_BUDGET_SKIPS: "LLM calls not made: the tenant's daily token budget was spent.",
     metrics.DEAD_LETTERS: "Messages moved to the dead-letter store.",
+}
+OBSERVATION_HELP = {
+    metrics.SUMMARIZATION_SECONDS: "Seconds a session end took to summarize and extract.",
+    metrics.SESSION_MEMORIES: "Memories of a session when it was finished.",
 }
 
 
@@ -88,6 +100,11 @@ def _counters() -> Iterator[Metric]:
     # A short-timeout client without retries: a down Redis must not stall the scrape.
     with get_quick_redis(SCRAPE_TIMEOUT_S) as client:
         counters = metrics.snapshot(client)
+    for name in metrics.OBSERVATIONS:
+        count, total = int(counters.pop(f"{name}_count", 0)), counters.pop(f"{name}_sum", 0)
+        yield SummaryMetricFamily(
+            f"continuum_{name}", OBSERVATION_HELP[name], count_value=count, sum_value=total
+        )
     for name, value in counters.items():
         help_text = COUNTER_HELP.get(name, f"Pipeline counter {name}.")
         yield CounterMetricFamily(f"continuum_{name}", help_text, value=value)

@@ -104,13 +104,18 @@ def recent_conversations_command(
     namespace: str = NamespaceOption,
     user_id: str = UserOption,
     channel: str = SessionChannelOption,
+    in_channel: str = typer.Option(
+        None, "--in-channel", help="Only conversations held on this channel, e.g. voice."
+    ),
     limit: int = typer.Option(10, "--limit", min=1),
     as_json: bool = JsonOption,
 ) -> None:
-    """Summaries of recent conversations across channels, newest first."""
+    """Summaries of recent conversations across channels (or one), newest first."""
     from continuum.recall.sections import recent_conversations
 
-    rows = recent_conversations(namespace, limit=limit, user_id=user_id, channel=channel)
+    rows = recent_conversations(
+        namespace, limit=limit, user_id=user_id, channel=channel, in_channel=in_channel
+    )
     _print_listing(rows, as_json)
 
 

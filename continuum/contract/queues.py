@@ -21,6 +21,7 @@ RUN_MAINTENANCE = "continuum.run_maintenance"
 FINISH_SESSION = "continuum.finish_session"
 SUMMARIZE_SESSION = "continuum.summarize_session"
 SWEEP_IDLE = "continuum.sweep_idle"
+END_IDLE_SESSIONS = "continuum.end_idle_sessions"
 NARRATIVE_APPEND = "continuum.narrative_append"
 REDELIVER_EVENTS = "continuum.redeliver_events"
 
@@ -36,6 +37,7 @@ TASK_QUEUES: dict[str, str] = {
     FINISH_SESSION: EXTRACT,
     SUMMARIZE_SESSION: EXTRACT,
     SWEEP_IDLE: MAINTENANCE,
+    END_IDLE_SESSIONS: MAINTENANCE,
     NARRATIVE_APPEND: NARRATIVE,
     RUN_MAINTENANCE: MAINTENANCE,
     REDELIVER_EVENTS: MAINTENANCE,

@@ -33,6 +33,17 @@ from continuum.ephemeral.keys import (
 )
 from continuum.redis_client import get_redis
 
+# The channel's registry entry names the session of its latest turn; a session that takes
+# the channel over brings its own start, a turn of the session it names keeps the first one.
+_REGISTER = """
+if ARGV[4] == '' and redis.call('hget', KEYS[1], 'session_id') == ARGV[1] then
+  redis.call('hsetnx', KEYS[1], 'started_at', ARGV[3])
+else
+  redis.call('hset', KEYS[1], 'session_id', ARGV[1], 'started_at', ARGV[3])
+end
+redis.call('hset', KEYS[1], 'user_id', ARGV[2])
+"""
+
 
 @dataclass(frozen=True)
 class BufferedTurn:
@@ -85,7 +96,8 @@ def record_turns(turns: Sequence[LiveTurn], pipe: redis.client.Pipeline | None =
     """Apply turns, given in event-time order, to registry, topic, recent buffer, transcript
     buffer and idle index (idempotent). The end state is that of applying them one at a time,
     in a few commands per channel and per session rather than ~14 per turn: the registry
-    keeps the first start and the last session, a topic the last one, and each buffer is
+    names the last session and its first turn's time (a new session on the channel replaces
+    the start of the one before), a topic the last one, and each buffer is
     trimmed once, by the batch's latest turn."""
     p = pipe if pipe is not None else get_redis().pipeline(transaction=False)
     channels: dict[tuple[str, str], list[LiveTurn]] = defaultdict(list)
@@ -95,10 +107,13 @@ def record_turns(turns: Sequence[LiveTurn], pipe: redis.client.Pipeline | None =
         sessions[(turn.namespace, turn.session_id)].append(turn)
 
     for (namespace, channel), group in channels.items():
-        first, last = group[0], group[-1]
+        last = group[-1]
+        others = (i for i, turn in enumerate(reversed(group)) if turn.session_id != last.session_id)
+        run = next(others, len(group))  # the last session's turns at the end of the batch
         registry = key(namespace, "session", channel)
-        p.hsetnx(registry, "started_at", first.at.isoformat())
-        p.hset(registry, mapping={"session_id": last.session_id, "user_id": last.user_id or ""})
+        taken_over = "1" if run < len(group) else ""  # another session came between
+        p.eval(_REGISTER, 1, registry, last.session_id, last.user_id or "",
+               group[-run].at.isoformat(), taken_over)  # fmt: skip
         # last_active only moves forward: out-of-order turns must not age a live session.
         p.zadd(key(namespace, "last-active"), {channel: max(ms(t.at) for t in group)}, gt=True)
         p.expire(registry, SESSION_TTL_S)

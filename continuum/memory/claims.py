@@ -31,6 +31,7 @@ from sqlalchemy.orm import Session as DbSession
 
 from continuum.domain.text import normalize_for_key
 from continuum.sealing.envelope import read_optional, read_text
+from continuum.store import metrics
 from continuum.store.models import MemoryLog
 
 Verdict = Literal[
@@ -211,6 +212,7 @@ def supersede(db: DbSession, old_id: int, new_id: int, trigger: str) -> bool:
         {"old": old_id, "new": new_id},
     )
     _log(db, rows[old_id].namespace, "supersede", old_id, {"superseded_by": new_id}, trigger)
+    metrics.incr_on_commit(db, metrics.MEMORIES_SUPERSEDED)
     return True
 
 

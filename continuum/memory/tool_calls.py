@@ -6,8 +6,10 @@ an LLM emits it (arguments as a dict or JSON text) and always answers with a JSO
 The tools' names and argument models (what a client sees) are `continuum.memory.tool_schemas`.
 
 Writes go through the memory writer, so a stored claim supersedes, reinforces or is
-quarantined like any other (R24/R29). After a write in a live session the change is
-published on `continuum:{namespace}:memory-changed` so the runtime can refresh its context.
+quarantined like any other (R24/R29). After a write in a live session its key joins the
+keys the session stored (R45: neither the LLM's chunks nor session end store it again) and
+the change is published on `continuum:{namespace}:memory-changed` so the runtime can
+refresh its context.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from continuum.domain.kinds import MemoryKind
 from continuum.domain.memory import Provenance
 from continuum.domain.text import find_time_expression, snake
 from continuum.ephemeral.notify import notify_memory_changed
+from continuum.ephemeral.turns import add_stored_keys
 from continuum.memory.tool_schemas import (
     TOOLS,
     ForgetMemoryArgs,
@@ -44,6 +47,7 @@ from continuum.memory.writer import (
     store_memories,
     stored_idempotency_key,
 )
+from continuum.store import metrics
 from continuum.store.engine import session_scope
 from continuum.store.models import Memory, MemoryLog
 
@@ -139,13 +143,17 @@ class MemoryTools:
         status = stored[0].status if stored else "duplicate"
         return (row.superseded_by if status == "merged" else row.id), status
 
-    def _notify(self, memory_ids: list[int], action: str) -> None:
+    def _notify(self, memory_ids: list[int], action: str, key: str | None = None) -> None:
+        """Tell a live session about a committed write: `key` joins its stored keys, and
+        the change is published."""
         if not self.ctx.session_id:
             return
         try:
+            if key:
+                add_stored_keys(self.ctx.namespace, self.ctx.session_id, [key])
             notify_memory_changed(self.ctx.namespace, self.ctx.session_id, memory_ids, action)
-        except redis.RedisError as exc:  # the write is committed; the refresh is best effort
-            log.warning("memory change notification failed: %s", exc)
+        except redis.RedisError as exc:  # the write is committed; the rest is best effort
+            log.warning("telling the live session about a memory write failed: %s", exc)
 
     def _targets(self, db: DbSession, args: MemoryTarget) -> list[Memory]:
         stmt = self._scoped(select(Memory)).where(Memory.status.in_(FORGETTABLE))
@@ -163,7 +171,8 @@ class MemoryTools:
             )
         response: dict[str, Any] = {"success": True, "memoryId": memory_id}
         if status != "duplicate":
-            self._notify([memory_id], "stored" if status != "merged" else "reinforced")
+            action = "stored" if status != "merged" else "reinforced"
+            self._notify([memory_id], action, args.key)
         message = _STATUS_MESSAGES.get(status)
         if args.suggest_reminder:
             when = find_time_expression(args.value) if args.memory_type == "follow_up" else None
@@ -207,6 +216,8 @@ class MemoryTools:
                     {"version": old.version + 1, "private": old.private},
                 )
                 old.superseded_by = memory_id
+                metrics.incr_on_commit(db, metrics.MEMORIES_UPDATED)
+                metrics.incr_on_commit(db, metrics.MEMORIES_SUPERSEDED)
                 db.add(
                     MemoryLog(
                         namespace=old.namespace,
@@ -223,7 +234,7 @@ class MemoryTools:
                     "previousMemoryId": old.id,
                     "version": old.version + 1,
                 }
-        self._notify([memory_id], str(response["action"]))
+        self._notify([memory_id], str(response["action"]), args.existing_key)
         return response
 
     def _set(self, args: MemoryTarget, values: dict[str, Any], action: str) -> dict[str, Any]:
@@ -263,6 +274,8 @@ class MemoryTools:
         stmt = self._scoped(select(Memory)).where(Memory.status == "active")
         if args.memory_type:
             stmt = stmt.where(Memory.kind == args.memory_type)
+        if args.channel:
+            stmt = stmt.where(Memory.channel == args.channel)
         if not self.main_context:
             stmt = stmt.where(Memory.private.is_(False))
         stmt = stmt.order_by(Memory.created_at.desc(), Memory.id.desc()).limit(args.limit)

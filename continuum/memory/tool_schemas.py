@@ -86,6 +86,9 @@ class ListMemoriesArgs(ToolArgs):
     """List what is remembered, newest first."""
 
     memory_type: ToolMemoryType | None = Field(default=None, description="Only this kind.")
+    channel: str | None = Field(
+        default=None, max_length=200, description="Only memories from this channel, e.g. voice."
+    )
     limit: int = Field(default=20, ge=1, le=100, description="At most this many.")
 
 

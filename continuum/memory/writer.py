@@ -32,6 +32,7 @@ from continuum.memory.user_tasks import tasks_from_memories
 from continuum.sealing.envelope import seal, seal_details
 from continuum.sealing.terms import keyed_lexemes, stored_tags, terms_for
 from continuum.sealing.tombstones import guard_users
+from continuum.store import metrics
 from continuum.store.bulk import insert_ignore, insert_rows
 from continuum.store.models import Memory, MemoryLog
 
@@ -158,6 +159,7 @@ def store_memories(
         db, Memory, list(rows.values()), ["namespace", "idempotency_key"], STORED_COLUMNS
     )
     _log_writes(db, inserted)
+    metrics.incr_on_commit(db, metrics.MEMORIES_STORED, len(inserted))
     statuses = resolve_claims(db, inserted, now)
     tasks_from_memories(db, [row for row in inserted if row.id not in statuses])
     return [Stored(row.id, statuses.get(row.id, "active")) for row in inserted]

@@ -3,9 +3,10 @@
 A synced chunk gets deterministic key-moment detection first (the fallback and the
 baseline); a live chunk (evented turns, `continuum.pipeline.live_chunks`) had it turn by turn
 at ingest. When an LLM endpoint is configured it also judges the chunk (category +
-importance; stored only if ≥ 5) and proposes compact memories; for a live chunk those that
+importance; stored only if ≥ 5) and proposes compact memories; a key an active memory of
+the tenant already has is never stored again, and for a live chunk neither is what
 deterministic capture already stored (same kind from the same message, or a key stored
-during the session) are skipped. A privacy-mode tenant's chunk is read from the Redis
+during the session by capture, a dump or a memory tool). A privacy-mode tenant's chunk is read from the Redis
 transcript buffer. A pre-compaction dump gets the LLM's takeaways the same way, as a
 follow-up of the deterministic dump that ingest stored. LLM failures never lose the chunk: an unavailable
 endpoint raises `LLMUnavailable` after the deterministic memories are stored, so the task
@@ -34,11 +35,11 @@ from continuum.memory.writer import WriteScope, store_candidates
 from continuum.pipeline.sessions import (
     captured_sources,
     compaction_turns,
+    existing_keys,
     key_moments,
     session_turns,
 )
 from continuum.pipeline.turns import from_message
-from continuum.store import metrics
 from continuum.store.engine import session_scope
 from continuum.store.models import Message, Session
 
@@ -50,7 +51,7 @@ class ExtractResult:
     llm: int = 0
     # off | stored | below_threshold | already_captured | none | bad_output | over_budget
     llm_status: str = "off"
-    already_captured: int = 0  # LLM memories of a live chunk that capture had stored
+    already_captured: int = 0  # LLM memories already stored (their key, or by capture)
 
 
 def load_turns(namespace: str, session_id: str, message_ids: list[str]) -> list[CaptureTurn]:
@@ -127,19 +128,28 @@ def llm_candidates(
     return cited_candidates(verdict.memories, turns, "llm_chunk", details)
 
 
-def _not_captured(
-    namespace: str, session_id: str, candidates: list[MemoryCandidate]
+def _not_stored(
+    namespace: str, session_id: str, candidates: list[MemoryCandidate], live: bool = True
 ) -> list[MemoryCandidate]:
-    """The candidates deterministic capture has not stored during the session."""
+    """The LLM's candidates whose key no active memory has (nor an earlier candidate), and,
+    for a live session, that capture has not stored during it (the same kind from the same
+    message, or a key the session stored: capture, a dump, a memory tool)."""
     with session_scope() as db:
-        captured = captured_sources(db, namespace, session_id)
-    taken = stored_keys(namespace, session_id)
-    return [
-        c
-        for c in candidates
-        if not any((c.kind, m) in captured for m in c.source_message_ids)
-        and not (c.key and c.key.lower() in taken)
-    ]
+        taken = existing_keys(db, namespace, {c.key.lower() for c in candidates if c.key})
+        captured = captured_sources(db, namespace, session_id) if live else set()
+    if live:
+        taken |= stored_keys(namespace, session_id)
+    fresh = []
+    for candidate in candidates:
+        key = candidate.key.lower() if candidate.key else None
+        if key in taken or any(
+            (candidate.kind, m) in captured for m in candidate.source_message_ids
+        ):
+            continue
+        if key:
+            taken.add(key)
+        fresh.append(candidate)
+    return fresh
 
 
 def _no_answer_status(exc: LLMBadOutput | LLMOverBudget) -> str:
@@ -169,7 +179,6 @@ def extract_chunk(
                 db, [(ctx, c) for c in key_moments(turns, "chunk", namespace)]
             )
         result.deterministic = len(stored)
-        metrics.incr(metrics.MEMORIES_STORED, result.deterministic)
     if llm is None:
         return result
     try:
@@ -177,17 +186,15 @@ def extract_chunk(
     except (LLMBadOutput, LLMOverBudget) as exc:
         result.llm_status = _no_answer_status(exc)
         return result
-    if live:
-        fresh = _not_captured(namespace, session_id, from_llm)
-        result.already_captured = len(from_llm) - len(fresh)
-        from_llm = fresh
+    fresh = _not_stored(namespace, session_id, from_llm, live)
+    result.already_captured = len(from_llm) - len(fresh)
+    from_llm = fresh
     if not from_llm:
         result.llm_status = "already_captured" if result.already_captured else "below_threshold"
         return result
     with session_scope() as db:
         result.llm = len(store_candidates(db, [(ctx, c) for c in from_llm]))
     result.llm_status = "stored"
-    metrics.incr(metrics.MEMORIES_STORED, result.llm)
     return result
 
 
@@ -212,7 +219,7 @@ def compaction_takeaways(
         return result
     trigger = f"pre_compaction_llm:{event.compaction_id}"
     found = cited_candidates(answer.takeaways, turns, trigger)
-    fresh = _not_captured(event.namespace, event.session_id, found)
+    fresh = _not_stored(event.namespace, event.session_id, found)
     result.already_captured = len(found) - len(fresh)
     ctx = WriteScope(event.namespace, event.session_id, event.user_id, event.channel, event.ts)
     with session_scope() as db:
@@ -221,5 +228,4 @@ def compaction_takeaways(
         result.llm_status = "stored"
     else:
         result.llm_status = "already_captured" if result.already_captured else "none"
-    metrics.incr(metrics.MEMORIES_STORED, result.llm)
     return result

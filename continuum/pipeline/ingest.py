@@ -47,7 +47,6 @@ from continuum.pipeline.live_chunks import LiveChunk, claim_chunks
 from continuum.pipeline.turns import from_event, from_message
 from continuum.redis_client import get_redis
 from continuum.sealing.tombstones import guard_users
-from continuum.store import metrics
 from continuum.store.bulk import insert_ignore
 from continuum.store.engine import session_scope
 from continuum.store.models import Message, ProcessedEvent
@@ -334,5 +333,4 @@ def _ingest(payloads: Sequence[Any], task_id: str | None) -> IngestResult:
         result.finish = [event_payload(end) for end in ends]
         # Redis state last: if it fails the transaction rolls back and the batch is retried.
         _record_ephemeral(turn_events, captured)
-    metrics.incr(metrics.MEMORIES_STORED, result.memories_stored)
     return result

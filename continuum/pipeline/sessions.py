@@ -10,6 +10,7 @@ same period store nothing twice.
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -28,6 +29,7 @@ from continuum.ephemeral.sessions import idle_sessions, take_idle
 from continuum.ephemeral.turns import add_stored_keys, clear_session, stored_keys, transcript
 from continuum.memory.writer import WriteScope, store_candidates
 from continuum.pipeline.turns import from_message
+from continuum.store import metrics
 from continuum.store.engine import session_scope
 from continuum.store.models import Memory, Message, Session
 
@@ -241,7 +243,8 @@ def tenant_vocabulary(db: DbSession, namespace: str) -> Vocabulary:
     return Vocabulary(text[:VOCABULARY_CHARS] for text in recent)
 
 
-def _existing_keys(db: DbSession, namespace: str, keys: set[str]) -> set[str]:
+def existing_keys(db: DbSession, namespace: str, keys: set[str]) -> set[str]:
+    """Which of `keys` (lower case) an active memory of the tenant has."""
     if not keys:
         return set()
     rows = db.scalars(
@@ -281,9 +284,20 @@ def finish_session(end: SessionEndEvent, waited_s: float = 0.0) -> SessionEndRes
             return SessionEndResult("waiting", f"{len(turns)}/{announced} turns arrived")
         reason = end_conditions(end, session.started_at)
         result = SessionEndResult("skipped", reason) if reason else SessionEndResult("finished")
+        took = None  # seconds to summarize, when it did
         if reason is None and turns:
+            started = time.monotonic()
             result = _write_session(db, session, end, turns)
+            took = time.monotonic() - started
         session.details = {**session.details, "finished": result.status, "reason": result.reason}
+        remembered = db.scalar(
+            select(func.count())
+            .select_from(Memory)
+            .where(Memory.namespace == end.namespace, Memory.session_id == end.session_id)
+        )
+    if took is not None:  # R48, once committed
+        metrics.observe(metrics.SUMMARIZATION_SECONDS, took)
+    metrics.observe(metrics.SESSION_MEMORIES, remembered or 0)
     clear_session(end.namespace, end.session_id, end.channel)
     if result.memory_ids:
         notify_memory_changed(end.namespace, end.session_id, result.memory_ids, "end")
@@ -306,7 +320,7 @@ def _write_session(
         for c in key_moments(turns, "session_end", end.namespace)
         if not any((c.kind, m) in captured for m in c.source_message_ids)
     ]
-    taken |= _existing_keys(db, end.namespace, {c.key.lower() for c in candidates if c.key})
+    taken |= existing_keys(db, end.namespace, {c.key.lower() for c in candidates if c.key})
     fresh = [c for c in candidates if not c.key or c.key.lower() not in taken]
     memory_ids = store_candidates(db, [(ctx, c) for c in fresh])
     line = summary.summary.split(". ")[0].rstrip(".")

@@ -52,6 +52,7 @@ class MemoryFilters:
     min_importance: int | None = None
     tags: tuple[str, ...] = ()
     session_id: str | None = None
+    channel: str | None = None
     user_id: str | None = None
     include_private: bool = False
 
@@ -106,6 +107,7 @@ def memories(namespaces: Sequence[str], filters: MemoryFilters, window: Window) 
         Memory.kind: filters.kind,
         Memory.status: filters.status,
         Memory.session_id: filters.session_id,
+        Memory.channel: filters.channel,
     }
     stmt = _scoped(select(Memory), Memory.namespace, namespaces, Memory.created_at, window, equal)
     if filters.user_id is not None:

@@ -8,6 +8,7 @@ show. Unlike the block they are not scored, packed or logged: a list, newest fir
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -38,21 +39,31 @@ def _listing(candidates: list[Candidate]) -> list[dict[str, Any]]:
 
 
 def _list_memories(
-    namespace: str, spec: MemoryChannel, user_id: str | None, channel: str | None
+    namespace: str,
+    spec: MemoryChannel,
+    user_id: str | None,
+    channel: str | None,
+    in_channel: str | None = None,
 ) -> list[dict[str, Any]]:
     config = RecallConfig()
-    scope = context_scope(user_id, channel, config)
+    scope = replace(context_scope(user_id, channel, config), channel=in_channel)
     with session_scope() as db:
         (found,) = memory_candidates(db, namespace, scope, [spec], datetime.now(UTC), config)
     return _listing(found)
 
 
 def recent_conversations(
-    namespace: str, *, limit: int = 10, user_id: str | None = None, channel: str | None = None
+    namespace: str,
+    *,
+    limit: int = 10,
+    user_id: str | None = None,
+    channel: str | None = None,
+    in_channel: str | None = None,
 ) -> list[dict[str, Any]]:
-    """Conversation summaries across channels, newest first (scoped like `context`)."""
+    """Conversation summaries across channels, or only those held on `in_channel`, newest
+    first (scoped like `context` for a caller on `channel`)."""
     spec = MemoryChannel("summaries", "", SUMMARY_KINDS, limit)
-    return _list_memories(namespace, spec, user_id, channel)
+    return _list_memories(namespace, spec, user_id, channel, in_channel)
 
 
 def active_tasks(

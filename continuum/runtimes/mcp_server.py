@@ -196,7 +196,7 @@ def _memory_tool(caller: Caller, name: str, arguments: dict[str, Any]) -> dict[s
 
 _MEMORY_TOOL_DESCRIPTIONS = {
     "list_memories": "List what is remembered about the user, newest first (optionally one "
-    "kind). Use it to review memories before changing or forgetting one; for a question "
+    "kind, or one channel: `conversation_summary` from `voice` is what was said in calls). Use it to review memories before changing or forgetting one; for a question "
     "about the past, `search` is better.",
     "update_memory": "Replace what is remembered under a key with a new value, keeping the "
     "old one as history (creates the memory when the key is unknown). Use it when the user "

@@ -16,6 +16,7 @@ from continuum.domain.kinds import KINDS
 from continuum.security.tokens import create_token, revoke_token
 from continuum.sync import sync
 from tests.support.events import turn
+from tests.support.memories import remember
 from tests.support.seed import seed
 from tests.support.transcripts import ADVERSARIAL, GZIP
 from tests.support.wait import wait_for
@@ -167,6 +168,17 @@ def test_filters_by_day_session_role_cron_name_and_memory_fields(api: TestClient
     assert len(items("/v1/memories?tag=topic:garden&q=morning")) == 3
     bad = api.get("/v1/messages?day=2026-11-21&since=2026-11-20", headers=headers)
     assert bad.status_code == 422 and locs(bad) == [["query", "day"]]
+
+
+def test_memories_are_listed_by_channel(api: TestClient) -> None:
+    remember("Voice call: picked Hoffmann.", "conversation_summary", days_ago=2)
+    remember("Discord chat: the fence.", "conversation_summary", channel="discord")
+    url = "/v1/memories?kind=conversation_summary&channel="
+    voice = api.get(url + "voice", headers=bearer("pearl")).json()["items"]
+    assert [(m["channel"], m["content"]) for m in voice] == [
+        ("voice", "Voice call: picked Hoffmann.")
+    ]
+    assert api.get(url + "telegram", headers=bearer("pearl")).json()["items"] == []
 
 
 def test_private_memories_only_for_their_owner(api: TestClient) -> None:

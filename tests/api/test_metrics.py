@@ -1,4 +1,6 @@
-"""`GET /metrics`: queue depths read from the broker, dead letters, pipeline counters."""
+"""`GET /metrics`: queue depths read from the broker, dead letters, pipeline counters, and
+what R48 asks of memory writes: stored / updated / superseded, summarization time, memories
+per session."""
 
 from __future__ import annotations
 
@@ -9,13 +11,21 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 from kombu.transport.redis import Channel
+from sqlalchemy import func, select
 
 from continuum.api import create_app
+from continuum.contract.events import SessionEndEvent, parse_event
 from continuum.contract.queues import ALL_QUEUES, EMBED
+from continuum.memory.tool_calls import MemoryTools
 from continuum.pipeline import deadletters
+from continuum.pipeline.ingest import ingest_batch
+from continuum.pipeline.sessions import finish_session
 from continuum.redis_client import get_redis
 from continuum.store import metrics
+from continuum.store.engine import session_scope
+from continuum.store.models import Memory
 from continuum.sync import sync
+from tests.support.events import session_end, voice_turns
 from tests.support.metrics import scrape
 from tests.support.transcripts import ADVERSARIAL
 
@@ -73,3 +83,25 @@ def test_open_sync_problems_are_counted_by_kind(api: TestClient, tmp_path: Any) 
     samples = scrape(api)
     assert samples[("continuum_sync_problems_open", (("kind", "binary_file"),))] == 1
     assert samples[("continuum_sync_problems_open", (("kind", "malformed_json"),))] == 1
+
+
+def test_memory_writes_and_session_ends_are_measured(api: TestClient) -> None:
+    ingest_batch(voice_turns())  # capture stores what the call decided
+    tools = MemoryTools("pearl", user_id="jason", session_id="voice-1")
+    tools.store_memory(memory_type="fact", key="garden_budget", value="4000 euros")
+    tools.update_memory(existing_key="garden_budget", new_value="5000 euros")
+    end = parse_event(session_end(at=90))
+    assert isinstance(end, SessionEndEvent)
+    assert finish_session(end).status == "finished"
+    finish_session(end)  # a second session end does nothing, and is not measured
+    samples = scrape(api)
+    with session_scope() as db:
+        statuses = dict(db.execute(select(Memory.status, func.count()).group_by(Memory.status)).all())  # fmt: skip
+        of_session = db.scalar(select(func.count()).where(Memory.session_id == "voice-1"))
+    assert samples[("continuum_memories_stored_total", ())] == sum(statuses.values())
+    assert samples[("continuum_memories_updated_total", ())] == 1
+    assert samples[("continuum_memories_superseded_total", ())] == statuses["superseded"] >= 1
+    assert samples[("continuum_summarization_seconds_count", ())] == 1
+    assert 0 < samples[("continuum_summarization_seconds_sum", ())] < 60
+    assert samples[("continuum_session_memories_count", ())] == 1
+    assert samples[("continuum_session_memories_sum", ())] == of_session > 3

@@ -34,3 +34,15 @@ def test_context_and_listings_as_json(db: Any) -> None:
     shift = invoke("recall", "-n", "pearl", "--since-topic", block["topic"], "--seed", "garden",
                    "--json")  # fmt: skip
     assert shift["tokens_used"] <= 400
+
+
+def test_recent_conversations_of_one_channel(db: Any) -> None:
+    """'What did we say in voice?': the summaries of one channel, newest first."""
+    remember("Voice call: picked Hoffmann.", "conversation_summary", days_ago=3)
+    remember("Discord chat: the fence.", "conversation_summary", days_ago=2, channel="discord")
+    remember("Voice call: drainage price.", "conversation_summary", days_ago=1)
+    voice = invoke("recent-conversations", "-n", "pearl", "--in-channel", "voice", "--json")
+    assert [r["content"] for r in voice] == ["Voice call: drainage price.",
+                                             "Voice call: picked Hoffmann."]  # fmt: skip
+    every = invoke("recent-conversations", "-n", "pearl", "--json")
+    assert [r["channel"] for r in every] == ["voice", "discord", "voice"]

@@ -53,6 +53,21 @@ def test_active_sessions_across_channels(db: Any) -> None:
     assert sessions.active_sessions("entrepreneur") == []
 
 
+def test_a_new_session_on_a_channel_brings_its_own_start(db: Any) -> None:
+    """The registry entry of a channel outlives its session by up to an hour: the next
+    session there must not inherit the old one's start time."""
+    from datetime import UTC, datetime
+
+    now = datetime.now(UTC)
+    record(i=1, session="call-1", at=now - timedelta(minutes=20))
+    record(i=2, session="call-1", at=now - timedelta(minutes=15))
+    record(i=3, session="call-2", at=now - timedelta(minutes=2))
+    record(i=4, session="call-2", at=now - timedelta(minutes=1))
+    [active] = sessions.active_sessions("pearl")
+    assert active.session_id == "call-2"
+    assert active.started_at == (now - timedelta(minutes=2)).isoformat()
+
+
 def test_transcript_buffer_is_ordered_windowed_and_capped(db: Any) -> None:
     # Delivered out of order: the buffer is in event-time order.
     for i in (3, 1, 2):

@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy import select
 
 from continuum.ephemeral.notify import memory_changed_channel
+from continuum.ephemeral.turns import stored_keys
 from continuum.memory.preferences import get_preference, get_preferences, set_preference
 from continuum.memory.tool_calls import OPERATIONS, MemoryTools
 from continuum.memory.tool_schemas import TOOLS, tool_definitions
@@ -118,6 +119,23 @@ def test_writes_in_a_live_session_publish_a_change(db: Any) -> None:
         {"session_id": "voice-7", "memory_ids": [stored["memoryId"]], "action": "stored"},
         {"session_id": "voice-7", "memory_ids": [updated["memoryId"]], "action": "updated"},
     ]
+
+
+def test_writes_in_a_live_session_join_its_stored_keys(db: Any) -> None:
+    """R45: what a tool stored in a session is not stored again from the session's turns."""
+    live = _tools(session_id="voice-7")
+    live.store_memory(memory_type="fact", key="Tea", value="Earl Grey")
+    live.update_memory(existing_key="coffee_order", new_value="flat white")
+    _tools().store_memory(memory_type="fact", key="no_session", value="quiet")  # not live
+    assert stored_keys("pearl", "voice-7") == {"tea", "coffee_order"}
+
+
+def test_list_memories_of_one_channel(db: Any) -> None:
+    voice = _tools(channel="voice").store_memory(memory_type="fact", key="tea", value="Earl Grey")
+    _tools(channel="discord").store_memory(memory_type="fact", key="fence", value="cedar")
+    listed = _tools().list_memories(channel="voice")["memories"]
+    assert [m["memoryId"] for m in listed] == [voice["memoryId"]]
+    assert _tools().list_memories(channel="telegram")["memories"] == []
 
 
 def test_tool_definitions_match_the_validators() -> None:

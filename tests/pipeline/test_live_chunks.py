@@ -11,6 +11,7 @@ import pytest
 from sqlalchemy import select
 
 from continuum.inference.llm import get_llm
+from continuum.memory.tool_calls import MemoryTools
 from continuum.pipeline.extraction import extract_chunk
 from continuum.pipeline.ingest import ingest_batch
 from continuum.pipeline.live_chunks import PENDING_KEY, LiveChunk
@@ -88,6 +89,32 @@ def test_a_live_chunk_is_judged_without_duplicating_capture(
     with session_scope() as db:
         [llm_memory] = db.scalars(select(Memory).where(Memory.trigger == "llm_chunk"))
     assert (llm_memory.kind, llm_memory.source_message_ids) == ("fact", ["m1"])
+
+
+def test_the_llm_stores_no_key_already_stored(fake: FakeLLM, settings_env: Any) -> None:
+    """Keys already stored are not stored again: one an active memory has (in Postgres, from
+    an earlier session), one a memory tool stored in this session (then forgot: only the
+    session's stored keys know it), one the same answer gives twice."""
+    settings_env(llm_base_url=fake.url)
+    MemoryTools("pearl", user_id="jason").store_memory(
+        memory_type="fact", key="drainage_status", value="Hoffmann has not priced the drainage"
+    )
+    ingest_batch(CHUNK)
+    live = MemoryTools("pearl", user_id="jason", session_id="voice-1")
+    live.store_memory(memory_type="fact", key="garden_contractor", value="Hoffmann Landscaping")
+    live.forget_memory(key="garden_contractor")  # the user asked to forget it
+    fact = {"kind": "fact", "importance": 7, "lines": [0]}
+    fake.answer = {"category": "home", "importance": 7, "memories": [
+        {**fact, "key": "drainage_status", "content": "The drainage price is still open."},
+        {**fact, "key": "garden_contractor", "content": "Hoffmann Landscaping does the garden."},
+        {**fact, "key": "garden_plan", "content": "The garden is being redone."},
+        {**fact, "key": "garden_plan", "content": "The garden is being redone soon."},
+    ]}  # fmt: skip
+    result = extract_chunk("pearl", "voice-1", ["m0", "m1", "m2"], llm=llm_for(fake), live=True)
+    assert (result.llm, result.already_captured) == (1, 3)
+    with session_scope() as db:
+        keys = list(db.scalars(select(Memory.key).where(Memory.trigger == "llm_chunk")))
+    assert keys == ["garden_plan"]
 
 
 def test_privacy_mode_chunks_are_read_from_the_transcript_buffer(

@@ -85,6 +85,7 @@ def test_stdio_tools_and_a_remember_status_recall_round_trip(db: Any, worker: An
                                  new_value="Hoffmann")  # fmt: skip
             listed = (await _call(client, "list_memories"))["memories"]
             assert stored["memoryId"] in [m["memoryId"] for m in listed]
+            assert (await _call(client, "list_memories", channel="voice"))["memories"] == []
             assert (await _call(client, "mark_private", key="garden_contractor"))["success"]
             forgotten = await _call(client, "forget_memory", key="garden_contractor")
             assert [m["content"] for m in forgotten["removed"]] == [

@@ -28,6 +28,7 @@ def remember(
     private: bool = False,
     details: dict[str, Any] | None = None,
     source: str | None = None,
+    channel: str = "voice",
 ) -> int:
     """Store one memory written `days_ago` days before NOW; returns its id."""
     candidate = MemoryCandidate(
@@ -40,7 +41,7 @@ def remember(
         source_message_ids=[source or f"src-{abs(hash(content)) % 10**8}"],
         details=details or {},
     )
-    ctx = WriteScope(namespace, "s1", user_id, "voice", NOW - timedelta(days=days_ago))
+    ctx = WriteScope(namespace, "s1", user_id, channel, NOW - timedelta(days=days_ago))
     with session_scope() as db:
         (memory_id,) = store_candidates(db, [(ctx, candidate)])
         db.execute(

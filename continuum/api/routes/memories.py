@@ -1,4 +1,4 @@
-"""Memories (R21–R24): browse by kind, status, importance, tags, session, with provenance
+"""Memories (R21–R24): browse by kind, status, importance, tags, session, channel, with provenance
 and the ids of the source turns; the kinds themselves, from the registry."""
 
 from __future__ import annotations
@@ -29,6 +29,9 @@ def list_memories(
     min_importance: Annotated[int | None, Query(ge=1, le=10)] = None,
     tag: Annotated[list[str] | None, Query(description="Required tags (repeatable).")] = None,
     session_id: Annotated[str | None, Query(max_length=200)] = None,
+    channel: Annotated[
+        str | None, Query(max_length=200, description="Only memories from this channel.")
+    ] = None,
     user_id: Annotated[
         str | None, Query(max_length=200, description="Owner; needed to see private memories.")
     ] = None,
@@ -44,6 +47,7 @@ def list_memories(
         min_importance=min_importance,
         tags=tuple(tag or ()),
         session_id=session_id,
+        channel=channel,
         user_id=user_id,
         include_private=include_private and user_id is not None,
     )

@@ -1,0 +1,69 @@
+"""The indexes the migrations add are usable by the queries they were added for: each query
+is run as the code runs it, its statement caught on the engine, then explained with
+sequential scans priced out (on a few test rows the planner would rightly scan anyway)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import event, text
+
+from continuum.pipeline.ending import end_idle_sessions
+from continuum.recall import listings
+from continuum.store.engine import get_engine, session_scope
+from tests.support.seed import seed
+
+
+@contextmanager
+def caught(table: str) -> Iterator[list[tuple[str, Any]]]:
+    """The statements run meanwhile that read `table`."""
+    found: list[tuple[str, Any]] = []
+
+    def catch(conn: Any, cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
+        if f"FROM {table}" in statement:
+            found.append((statement, parameters))
+
+    engine = get_engine()
+    event.listen(engine, "before_cursor_execute", catch)
+    try:
+        yield found
+    finally:
+        event.remove(engine, "before_cursor_execute", catch)
+
+
+def plan(statement: str, parameters: Any) -> str:
+    with get_engine().connect() as conn:
+        conn.exec_driver_sql("SET enable_seqscan = off")
+        rows = conn.exec_driver_sql(f"EXPLAIN {statement}", parameters).scalars()
+        conn.rollback()
+        return "\n".join(rows)
+
+
+def test_cron_report_search_reads_the_full_text_index(db: Any) -> None:
+    seed("pearl", sessions=4, turns=2)  # four daily reports among a year of sweeps
+    with session_scope() as db_session:
+        db_session.execute(
+            text(
+                "INSERT INTO cron_reports (namespace, cron_name, session_id, summary, event_at)"
+                " SELECT 'pearl', 'inbox-sweep', 'sweep-' || n, 'Inbox sweep: nothing new.',"
+                " now() - n * interval '1 hour' FROM generate_series(1, 8000) AS n"
+            )
+        )
+        db_session.execute(text("ANALYZE cron_reports"))
+    with caught("cron_reports") as statements:
+        window = listings.Window(limit=20)
+        found = listings.cron_reports(["pearl"], window, None, "daily report")
+    assert len(found) == 4
+    [(statement, parameters)] = statements
+    assert "cron_reports_tsv" in plan(statement, parameters)
+
+
+def test_the_session_timeout_sweep_reads_only_open_sessions(db: Any) -> None:
+    seed("pearl", sessions=4, turns=2)
+    with caught("sessions") as statements:
+        end_idle_sessions(now=datetime(2020, 1, 1, tzinfo=UTC))  # nothing that old: no send
+    [(statement, parameters)] = statements
+    assert "sessions_open" in plan(statement, parameters)
