@@ -144,6 +144,15 @@ class Settings(BaseSettings):
     inflight_grace_s: float = Field(
         default=360.0, ge=1, description="Unsettled event batches older than this are resent."
     )
+    restart_grace_s: float = Field(
+        default=5.0,
+        ge=0,
+        description="After a broker restart, batches lost from the queue are resent this long "
+        "after a worker noticed it (workers reconnect and touch what they hold meanwhile).",
+    )
+    broker_check_interval_s: float = Field(
+        default=1.0, gt=0, description="How often each worker checks whether the broker restarted."
+    )
 
     sync_home: Path | None = Field(default=None, description="Home to discover runtimes in.")
     sync_roots: Annotated[list[Path], NoDecode] | None = Field(

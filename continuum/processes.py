@@ -26,6 +26,25 @@ WORKER_GROUPS: tuple[tuple[str, tuple[str, ...], int | None], ...] = (
 )
 
 
+# Queues whose tasks call the LLM: each attempt may hold a pool process for up to
+# CONTINUUM_LLM_TIMEOUT_S, and a failing LLM makes them retry.
+LLM_QUEUES = (EXTRACT,)
+
+
+def shared_ingest_warning(queues: list[str]) -> str | None:
+    """What to tell the operator of one worker on `events` and an LLM queue (None if this
+    worker does not mix them): its pool is shared, so ingestion can wait behind LLM calls."""
+    llm = [queue for queue in LLM_QUEUES if queue in queues]
+    if EVENTS not in queues or not llm:
+        return None
+    return (
+        f"this worker consumes `{EVENTS}` and `{'`, `'.join(llm)}` with one pool: while the "
+        "LLM fails or hangs, its calls and retries (up to CONTINUUM_LLM_TIMEOUT_S each) can "
+        "hold every pool process, and events wait behind them. Run `continuum worker` "
+        f"without -Q (one worker per group), or give `{EVENTS}` a worker of its own."
+    )
+
+
 def worker_argv(
     queues: list[str] | None = None,
     concurrency: int | None = None,

@@ -25,7 +25,7 @@ from workers.base import ReliableTask
 
 
 class IngestTask(ReliableTask):
-    """Ingest keeps its batch's ledger entry fresh while it waits to retry."""
+    """Ingest touches its batch's ledger entry when it starts it and while it waits to retry."""
 
     def on_retry(self, exc: Exception, task_id: str, args: Any, kwargs: Any, einfo: Any) -> None:
         ledger.touch(get_broker_redis(), task_id)
@@ -33,6 +33,7 @@ class IngestTask(ReliableTask):
 
 @app.task(name=INGEST_EVENTS, base=IngestTask, bind=True)
 def ingest_events(self: IngestTask, payloads: list[Any]) -> dict[str, Any]:
+    ledger.touch(get_broker_redis(), self.request.id)  # started: no restart recovery copies it
     result = ingest_batch(payloads, task_id=self.request.id)
     ledger.settle(get_broker_redis(), self.request.id)
     if result.messages_inserted or result.memories_stored:

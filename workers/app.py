@@ -25,5 +25,6 @@ app = Celery(
 app.config_from_object(celery_config(get_settings()))
 app.conf.beat_schedule = beat_schedule.BEAT_SCHEDULE
 
+import workers.broker_watch  # noqa: E402  (signal handlers)
 import workers.lease  # noqa: E402  (signal handlers)
 import workers.signals  # noqa: E402,F401  (signal handlers)

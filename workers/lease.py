@@ -4,7 +4,10 @@ Redis has no broker-side acks: kombu keeps unacked messages in a sorted set scor
 delivery time and restores those older than `visibility_timeout`. We keep that timeout
 short so a SIGKILLed worker's messages come back within seconds, and renew the score of
 every message this worker still holds (running, prefetched or waiting for a retry ETA),
-so a long task is never handed to a second worker while the first is alive.
+so a long task is never handed to a second worker while the first is alive. A message whose
+channel closed (the broker connection was lost: the worker can no longer acknowledge it, and
+Celery cancels its task) is no longer renewed, so kombu restores it for a new delivery
+instead of its lease being kept alive forever by a request nobody will finish.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ def _delivery_tags() -> list[str]:
         requests = list(_held)
     tags = []
     for request in requests:
-        if request.acknowledged:
+        if request.acknowledged or getattr(request.message.channel, "closed", False):
             with _lock:
                 _held.discard(request)
             continue

@@ -1,15 +1,27 @@
-"""Worker process signals: fresh database pools and Redis clients after fork."""
+"""Worker process signals: fresh database pools and Redis clients after fork, and a warning
+at start when one worker mixes ingestion with LLM work."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
-from celery.signals import worker_process_init
+from celery.signals import worker_process_init, worker_ready
 
+from continuum.processes import shared_ingest_warning
 from continuum.store.engine import dispose_engines
+
+log = logging.getLogger(__name__)
 
 
 @worker_process_init.connect
 def _reset_pools(**_: Any) -> None:
     # Pooled connections must not be shared across prefork children.
     dispose_engines()
+
+
+@worker_ready.connect
+def _warn_shared_ingest(sender: Any = None, **_: Any) -> None:
+    warning = shared_ingest_warning(list(sender.app.amqp.queues.consume_from))
+    if warning:
+        log.warning(warning)

@@ -39,6 +39,7 @@ def serve(
     import uvicorn
 
     from continuum.config import get_settings
+    from continuum.security.logs import server_log_config
 
     # Every uvicorn worker imports continuum.api.asgi, which reads the limit from here.
     os.environ["CONTINUUM_API_MAX_BODY_BYTES"] = str(max_body_bytes)
@@ -47,6 +48,7 @@ def serve(
         host=host,
         port=port,
         workers=workers or get_settings().api_workers,
+        log_config=server_log_config(),
     )
     sockets = [listening_socket(config)]
     if config.workers == 1:

@@ -62,6 +62,20 @@ def fail(message: str, code: int = 2) -> NoReturn:
     raise typer.Exit(code)
 
 
+def read_stdin() -> str:
+    """Standard input as text. Bytes that are not UTF-8 are refused here, naming the first:
+    read as text, Python turns them into unpaired surrogates, which the event checks then
+    report as if the producer had sent one."""
+    data = sys.stdin.buffer.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        fail(
+            f"input is not valid UTF-8: byte {exc.start} is 0x{data[exc.start]:02x} ({exc.reason}); "
+            "send UTF-8 (convert with `iconv -t UTF-8`)"
+        )
+
+
 def print_json(data: Any) -> None:
     """One line of JSON on stdout (dates and other objects as strings, UTF-8 as is)."""
     sys.stdout.write(json.dumps(data, default=str, ensure_ascii=False) + "\n")

@@ -8,14 +8,13 @@ session_end). Both validate, enqueue through `MemoryClient` and print the event 
 from __future__ import annotations
 
 import json
-import sys
 import uuid
 from collections.abc import Iterable
 from typing import Any
 
 import typer
 
-from continuum.cli.common import JsonOption, console, fail, print_json
+from continuum.cli.common import JsonOption, console, fail, print_json, read_stdin
 
 app = typer.Typer()
 _TURN_ROLES = ("user", "assistant", "system")
@@ -49,7 +48,7 @@ def emit(
     ),
 ) -> None:
     """Validate and enqueue events (for runtimes in other languages). Prints the event ids."""
-    raw = json_text if json_text is not None else sys.stdin.read()
+    raw = json_text if json_text is not None else read_stdin()
     try:
         data = json.loads(raw)
     except json.JSONDecodeError as exc:
@@ -99,7 +98,7 @@ def save_conversation(as_json: bool = JsonOption) -> None:
     from continuum.config import get_settings
 
     try:
-        events = conversation_events(json.loads(sys.stdin.read()))
+        events = conversation_events(json.loads(read_stdin()))
     except (json.JSONDecodeError, ValueError, AttributeError, TypeError) as exc:
         fail(f"input is not a conversation: {exc}")
     size = get_settings().max_batch_events

@@ -5,7 +5,6 @@ machine-readable output for runtimes."""
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import asdict
 from typing import TYPE_CHECKING
 
@@ -19,6 +18,7 @@ from continuum.cli.common import (
     escape,
     fail,
     print_json,
+    read_stdin,
 )
 
 if TYPE_CHECKING:
@@ -138,7 +138,7 @@ def memory(
 
     tools = MemoryTools(namespace, user_id=user_id, session_id=session_id,
                         provenance="user_explicit", main_context=True)  # fmt: skip
-    response = tools.call(tool, arguments if arguments is not None else sys.stdin.read())
+    response = tools.call(tool, arguments if arguments is not None else read_stdin())
     print_json(response)
     if not response.get("success"):
         raise typer.Exit(1)

@@ -19,7 +19,7 @@ from pydantic import BaseModel
 
 from continuum.config import get_settings
 from continuum.contract import ledger
-from continuum.contract.events import Event, EventError, event_payload, parse_events
+from continuum.contract.events import Event, EventError, event_payload, json_type, parse_events
 from continuum.contract.queues import INGEST_EVENTS, queue_for
 from continuum.redis_client import get_redis, retries_for, wait_s
 
@@ -67,7 +67,7 @@ class MemoryClient:
     def emit_many(self, events: Iterable[Event | Mapping[str, Any]]) -> list[str]:
         """Validate a batch and enqueue it as one task message; returns the event ids."""
         if isinstance(events, Mapping | str | bytes) or not isinstance(events, Iterable):
-            raise EventError([("events", f"must be a list of events, got {type(events).__name__}")])
+            raise EventError([("events", f"must be a list of events, got {json_type(events)}")])
         parsed = parse_events(
             event_payload(item) if isinstance(item, BaseModel) else item for item in events
         )

@@ -68,7 +68,25 @@ def _in_window(value: datetime) -> datetime:
 
 
 Identifier = Annotated[str, Field(min_length=1, max_length=200), AfterValidator(_plain_identifier)]
+# Its own length, not a narrowed Identifier: pydantic words a limit laid over another type's
+# validator generically ("at most 64 items after validation").
+Channel = Annotated[str, Field(min_length=1, max_length=64), AfterValidator(_plain_identifier)]
 Timestamp = Annotated[AwareDatetime, BeforeValidator(_not_a_number), AfterValidator(_in_window)]
+
+
+def json_type(value: Any) -> str:
+    """What a parsed JSON value is, in JSON's words (`null`, not Python's `NoneType`)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str | bytes):
+        return "a string"
+    if isinstance(value, list | tuple):
+        return "an array"
+    return "an object" if isinstance(value, Mapping) else type(value).__name__
 
 
 class EventError(ValueError):
@@ -91,7 +109,7 @@ class EventBase(BaseModel):
     event_id: uuid.UUID = Field(default_factory=uuid.uuid4)
     namespace: str
     session_id: Identifier
-    channel: Annotated[Identifier, Field(max_length=64)]
+    channel: Channel
     user_id: Identifier | None = None
     ts: Timestamp
 
@@ -218,7 +236,7 @@ def _unstorable(data: Mapping[str, Any]) -> list[tuple[str, str]]:
 def parse_event(data: Mapping[str, Any] | Any, index: int | None = None) -> Event:
     """Validate one event (a mapping with a `kind`); raise EventError naming each bad field."""
     if not isinstance(data, Mapping):
-        raise EventError([("event", f"must be a JSON object, got {type(data).__name__}")], index)
+        raise EventError([("event", f"must be a JSON object, got {json_type(data)}")], index)
     unstorable = _unstorable(data)
     if unstorable:
         raise EventError(unstorable, index)

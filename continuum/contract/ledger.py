@@ -3,9 +3,11 @@
 kombu's Redis transport takes a message off the queue with BRPOP and only then records it
 as unacknowledged; a Redis shutdown between the two steps loses the message (seen in our
 fault tests). So every batch a producer publishes is also written to this ledger (a hash
-plus a time index, in the broker's Redis) and settled by the worker that processed it. A
-sweep on the worker side (`continuum.pipeline.redelivery`) re-publishes batches that stayed
-unsettled past a grace period while the queue is drained.
+plus a time index, in the broker's Redis) and settled by the worker that processed it; the
+worker touches it (renews its time) when it starts the batch and while it waits to retry.
+On the worker side (`continuum.pipeline.redelivery`), batches a broker restart lost are
+re-published seconds after it, and a sweep re-publishes batches that stayed unsettled past a
+long grace period while the queue is drained.
 
 This module is the ledger's Redis record, all a producer needs: publishing an event never
 loads SQLAlchemy.
@@ -31,8 +33,8 @@ def record(client: SyncRedis, batch_id: str, payloads: list[dict[str, Any]]) -> 
 
 
 def touch(client: SyncRedis, batch_id: str) -> None:
-    """A worker still holds the batch (it is waiting to retry): restart its grace period, so
-    the sweep never publishes a second copy of a batch that is retrying."""
+    """A worker holds the batch (it starts it, or waits to retry it): restart its grace
+    period, so no redelivery publishes a second copy of a batch that is running or retrying."""
     client.zadd(INDEX, {batch_id: time.time()}, xx=True)
 
 

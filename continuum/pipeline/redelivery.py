@@ -1,14 +1,23 @@
-"""Redelivery from the in-flight ledger (`continuum.contract.ledger`), on the worker side: a
-per-minute beat job re-publishes the batches a producer recorded that no worker settled
-within a grace period, only while the events queue is empty (so a backlog is never mistaken
-for loss), and only the events not already processed or dead-lettered (which are idempotent
-anyway)."""
+"""Redelivery from the in-flight ledger (`continuum.contract.ledger`), on the worker side.
+
+Two ways a batch is published again, each time only its events not already processed or
+dead-lettered (which are idempotent anyway):
+- the per-minute beat sweep re-publishes batches unsettled for CONTINUUM_INFLIGHT_GRACE_S,
+  only while the events queue is empty (so a backlog is never mistaken for loss): the safety
+  net for any loss;
+- after a broker restart (its `run_id` changed; every worker watches it, the first to see the
+  change records it) the batches recorded before the restart that are neither queued nor held
+  unacked by a worker, nor touched by one since, are re-published once
+  CONTINUUM_RESTART_GRACE_S has passed, backlog or not: what kombu's BRPOP window lost comes
+  back within seconds, and a queued, running or retrying batch is never copied.
+"""
 
 from __future__ import annotations
 
 import json
 import time
 import uuid
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +28,29 @@ from continuum.contract.queues import EVENTS
 from continuum.redis_client import SyncRedis
 from continuum.store.engine import session_scope
 from continuum.store.models import DeadLetter, ProcessedEvent
+
+Resend = Callable[[list[Any]], Any]
+BROKER_STATE = "continuum:broker"  # hash: run_id last seen, restarted_at of a pending recovery
+UNACKED = "unacked"  # kombu's hash of delivered, unacknowledged messages (its default name)
+SCAN_CHUNK = 500
+
+# The run id is compared and replaced in one step, so of all the workers that see a restart
+# exactly one records it. An absent run id is a first sight, not a restart.
+_OBSERVE = """
+local seen = redis.call('HGET', KEYS[1], 'run_id')
+if seen == ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'run_id', ARGV[1])
+if not seen then return 0 end
+redis.call('HSET', KEYS[1], 'restarted_at', ARGV[2])
+return 1
+"""
+# A pending recovery past its grace is claimed by one worker: it answers the restart time.
+_CLAIM = """
+local at = redis.call('HGET', KEYS[1], 'restarted_at')
+if not at or tonumber(at) + tonumber(ARGV[1]) > tonumber(ARGV[2]) then return false end
+redis.call('HDEL', KEYS[1], 'restarted_at')
+return at
+"""
 
 
 @dataclass
@@ -51,7 +83,23 @@ def _unfinished(batch_id: str, payloads: list[Any]) -> list[Any]:
     return [payload for key, payload in keys.items() if key not in done] + unkeyed
 
 
-def sweep(client: SyncRedis, resend: Any, grace_s: float, queue: str = EVENTS) -> SweepResult:
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _redeliver(client: SyncRedis, batch_id: str, resend: Resend, result: SweepResult) -> None:
+    """Publish again what of the batch is unfinished (as a new batch), then settle it."""
+    raw = client.hget(ledger.ENTRIES, batch_id)
+    result.checked += 1
+    missing = _unfinished(batch_id, json.loads(raw)) if raw else []
+    if missing:
+        resend(missing)
+        result.resent_events += len(missing)
+    ledger.settle(client, batch_id)
+    result.settled += 1
+
+
+def sweep(client: SyncRedis, resend: Resend, grace_s: float, queue: str = EVENTS) -> SweepResult:
     """Re-publish batches unsettled for `grace_s` (only when the events queue is empty, so a
     backlog is never mistaken for loss). `resend(payloads)` publishes a new batch."""
     result = SweepResult()
@@ -59,13 +107,86 @@ def sweep(client: SyncRedis, resend: Any, grace_s: float, queue: str = EVENTS) -
         result.skipped_busy = True
         return result
     for raw_id in client.zrangebyscore(ledger.INDEX, "-inf", time.time() - grace_s):
-        batch_id = raw_id.decode() if isinstance(raw_id, bytes) else str(raw_id)
-        raw = client.hget(ledger.ENTRIES, batch_id)
-        result.checked += 1
-        missing = _unfinished(batch_id, json.loads(raw)) if raw else []
-        if missing:
-            resend(missing)
-            result.resent_events += len(missing)
-        ledger.settle(client, batch_id)
-        result.settled += 1
+        _redeliver(client, _text(raw_id), resend, result)
     return result
+
+
+def broker_run_id(client: SyncRedis) -> str:
+    """The broker's run id: Redis draws a new one each time it starts."""
+    return str(client.info("server")["run_id"])
+
+
+def observe_restart(client: SyncRedis, run_id: str, now: float) -> bool:
+    """Remember the broker's run id; True for the one caller that saw it change (a restart,
+    recorded as a recovery pending since `now`)."""
+    return bool(client.eval(_OBSERVE, 1, BROKER_STATE, run_id, now))
+
+
+def _task_id(message: Any) -> str | None:
+    """The task id in a kombu message as Redis holds it (a JSON object with `headers`)."""
+    try:
+        return str(message["headers"]["id"])
+    except (KeyError, TypeError):
+        return None
+
+
+def _queued_ids(client: SyncRedis, queue: str) -> Iterator[str | None]:
+    # Read from the head in chunks: a publish (LPUSH) only shifts what is left to read to
+    # higher indexes and a consumer takes from the tail, so no message present throughout is
+    # skipped (one taken meanwhile is in the unacked hash, read after this).
+    start = 0
+    while chunk := client.lrange(queue, start, start + SCAN_CHUNK - 1):
+        for raw in chunk:
+            yield _task_id(json.loads(raw))
+        start += SCAN_CHUNK
+
+
+def _held_ids(client: SyncRedis) -> Iterator[str | None]:
+    for _, raw in client.hscan_iter(UNACKED, count=SCAN_CHUNK):
+        yield _task_id(json.loads(raw)[0])  # kombu stores [message, exchange, routing key]
+
+
+def redeliver_lost(
+    client: SyncRedis, resend: Resend, before: float, queue: str = EVENTS
+) -> SweepResult:
+    """Re-publish the ledger's batches last recorded or touched before `before` that are
+    neither in `queue` nor held unacked by a worker: taken off the queue and lost. One a
+    worker touches or settles meanwhile is left to it."""
+    result = SweepResult()
+    candidates = [_text(raw) for raw in client.zrangebyscore(ledger.INDEX, "-inf", f"({before}")]
+    if not candidates:
+        return result
+    present = {*_queued_ids(client, queue), *_held_ids(client)}
+    lost = [batch_id for batch_id in candidates if batch_id not in present]
+    if not lost:
+        return result
+    pipe = client.pipeline(transaction=False)
+    for batch_id in lost:
+        pipe.zscore(ledger.INDEX, batch_id)
+    for batch_id, score in zip(lost, pipe.execute(), strict=True):
+        if score is not None and float(score) < before:  # not settled, not started since
+            _redeliver(client, batch_id, resend, result)
+    return result
+
+
+def recover_after_restart(
+    client: SyncRedis, resend: Resend, grace_s: float, now: float, queue: str = EVENTS
+) -> SweepResult | None:
+    """Once `grace_s` has passed since a restart was recorded, one caller claims the recovery
+    and re-publishes what the restart lost (`redeliver_lost`); None when there is nothing
+    to do yet. A recovery that fails (Postgres down) is left pending for the next call."""
+    restarted_at = client.eval(_CLAIM, 1, BROKER_STATE, grace_s, now)
+    if restarted_at is None:
+        return None
+    try:
+        return redeliver_lost(client, resend, float(restarted_at), queue)
+    except Exception:
+        client.hsetnx(BROKER_STATE, "restarted_at", restarted_at)
+        raise
+
+
+def watch_broker(client: SyncRedis, resend: Resend, grace_s: float) -> SweepResult | None:
+    """One round of a worker's broker watch: note a restart, recover once its grace passed."""
+    now = time.time()
+    observe_restart(client, broker_run_id(client), now)
+    return recover_after_restart(client, resend, grace_s, now)

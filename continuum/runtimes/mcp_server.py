@@ -330,5 +330,7 @@ def serve(transport: Transport, host: str, port: int) -> None:
         return
     import uvicorn
 
+    from continuum.security.logs import server_log_config
+
     uvicorn.run(BearerGate(server.streamable_http_app(host=host)), host=host, port=port,
-                log_level="warning")  # fmt: skip
+                log_level="warning", log_config=server_log_config())  # fmt: skip

@@ -72,6 +72,8 @@ def test_every_request_is_scoped_to_the_token_namespaces(api: TestClient) -> Non
     listed = api.get("/v1/messages", headers=pearl).json()["items"]
     assert {m["namespace"] for m in listed} == {"pearl"} and len(listed) == 4
     for path in (
+        "/v1/me?instance=entrepreneur",
+        "/v1/memories/kinds?instance=entrepreneur",
         "/v1/messages?instance=entrepreneur",
         "/v1/memories?instance=entrepreneur",
         "/v1/sessions/entrepreneur-voice-0",
@@ -81,6 +83,8 @@ def test_every_request_is_scoped_to_the_token_namespaces(api: TestClient) -> Non
         kwargs = {"json": {"status": "done"}} if path.endswith("/status") else {}
         assert method(path, headers=pearl, **kwargs).status_code == 404, path
     assert api.get("/v1/sessions/pearl-voice-0", headers=pearl).json()["message_count"] == 4
+    for path in ("/v1/me?instance=pearl", "/v1/memories/kinds?instance=pearl"):
+        assert api.get(path, headers=pearl).status_code == 200, path
 
     both = bearer("pearl", "entrepreneur")
     across = api.get("/v1/messages?q=Hoffmann", headers=both).json()["items"]

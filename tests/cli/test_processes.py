@@ -1,5 +1,6 @@
-"""`continuum worker|flower`: a bad configuration is refused before Celery starts; Flower
-runs bound to loopback with its credentials out of its command line."""
+"""`continuum worker|flower`: a bad configuration is refused before Celery starts, a worker
+that mixes ingestion with LLM work warns as it starts; Flower runs bound to loopback with
+its credentials out of its command line."""
 
 from __future__ import annotations
 
@@ -11,7 +12,17 @@ import pytest
 from typer.testing import CliRunner
 
 from continuum.cli.processes import app
-from continuum.processes import flower_argv, flower_env, spawn, stop
+from continuum.contract.queues import ALL_QUEUES, EVENTS, EXTRACT
+from continuum.processes import (
+    WORKER_GROUPS,
+    child_env,
+    flower_argv,
+    flower_env,
+    shared_ingest_warning,
+    spawn,
+    stop,
+    worker_argv,
+)
 from tests.support.wait import wait_for
 
 runner = CliRunner()
@@ -26,6 +37,25 @@ def test_flower_refuses_to_run_without_auth(servers: Any, settings_env: Any) -> 
 def test_worker_refuses_unknown_queues() -> None:
     result = runner.invoke(app, ["worker", "-Q", "events,bogus"])
     assert result.exit_code == 2 and "unknown queue(s) bogus" in result.stderr
+
+
+def test_a_worker_on_events_and_the_llm_queue_warns_as_it_starts(
+    servers: dict[str, str], tmp_path: Path
+) -> None:
+    """One pool for ingestion and LLM calls lets a failing, hanging LLM hold back events
+    (267 s in a probe): `continuum worker -Q events,extract,...` says so in its log."""
+    assert shared_ingest_warning(list(ALL_QUEUES))
+    assert all(shared_ingest_warning(list(queues)) is None for _, queues, _ in WORKER_GROUPS)
+    # A broker database no other worker uses: this one must not take the suite's messages.
+    env = {**child_env(), "CONTINUUM_BROKER_URL": servers["broker_url"].rsplit("/", 1)[0] + "/4"}
+    log = tmp_path / "worker.log"
+    argv = worker_argv([EVENTS, EXTRACT], concurrency=1, pool="solo", hostname="mixed@%h")
+    worker = spawn(argv, log, env=env)
+    try:
+        wait_for(lambda: "with one pool" in log.read_text(), timeout=60, interval=0.2)
+    finally:
+        stop(worker, timeout=10)
+    assert "`events` and `extract`" in log.read_text()
 
 
 def test_flower_refuses_a_password_it_would_split(servers: Any, settings_env: Any) -> None:

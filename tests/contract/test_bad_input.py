@@ -297,3 +297,30 @@ def test_input_nested_past_the_parser_is_a_clear_error(servers: Any, client: Any
     for not_a_batch in (42, None, {"kind": "turn"}, "turns"):
         with pytest.raises(EventError):
             client.emit_many(not_a_batch)
+
+
+def test_errors_describe_the_input_as_sent(servers: Any, client: Any) -> None:
+    """A 65-character channel is over "64 characters" (was "64 items"), a JSON `null` is
+    `null` (was "NoneType"), and bytes that are not UTF-8 on stdin are named as such (were
+    reported as "a NUL character or an unpaired surrogate")."""
+    from fastapi.testclient import TestClient
+    from typer.testing import CliRunner
+
+    from continuum.api import create_app
+    from continuum.cli.main import app as cli
+    from continuum.security.tokens import create_token
+
+    with pytest.raises(EventError, match="channel: String should have at most 64 characters"):
+        parse_event({**GOOD, "channel": "c" * 65})
+    with pytest.raises(EventError, match="must be a list of events, got null"):
+        client.emit_many(None)
+    token, _ = create_token(["pearl"])
+    with TestClient(create_app()) as api:
+        response = api.post("/v1/events", headers={"Authorization": f"Bearer {token}"},
+                            content="null")  # fmt: skip
+    assert response.status_code == 422 and "must be a JSON object, got null" in response.text
+    latin1 = json.dumps({**GOOD, "content": "café"}, ensure_ascii=False).encode("latin-1")
+    result = CliRunner().invoke(cli, ["emit", "turn"], input=latin1)
+    assert result.exit_code == 2 and "surrogate" not in result.output
+    bad_byte = latin1.index("é".encode("latin-1"))
+    assert f"input is not valid UTF-8: byte {bad_byte} is 0xe9" in result.output

@@ -1,14 +1,12 @@
-"""`GET /v1/me`: what the caller's token is and which namespaces (instances) it covers."""
+"""`GET /v1/me`: what the caller's token is and which namespaces (instances) it covers. An
+`instance` outside them is answered 404, as on every route."""
 
 from __future__ import annotations
 
-from typing import Annotated
-
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter
 from pydantic import BaseModel
 
-from continuum.api.auth import current_token
-from continuum.security.tokens import TokenInfo
+from continuum.api.auth import ScopeDep
 
 router = APIRouter(prefix="/v1", tags=["account"])
 
@@ -20,5 +18,6 @@ class Me(BaseModel):
 
 
 @router.get("/me")
-def me(token: Annotated[TokenInfo, Depends(current_token)]) -> Me:
+def me(scope: ScopeDep) -> Me:
+    token = scope.token
     return Me(token_id=token.id, name=token.name, namespaces=list(token.namespaces))

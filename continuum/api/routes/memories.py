@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Depends, Query
 from pydantic import BaseModel
 
-from continuum.api.auth import ScopeDep, current_token
+from continuum.api.auth import ScopeDep, current_scope
 from continuum.api.pagination import Page
 from continuum.api.params import ListingDep
 from continuum.api.schemas import MemoryOut
@@ -61,7 +61,7 @@ class KindOut(BaseModel):
     storable: bool  # accepted as `memory_type` by the store and update tools
 
 
-@router.get("/kinds", dependencies=[Depends(current_token)])
+@router.get("/kinds", dependencies=[Depends(current_scope)])
 def list_kinds() -> list[KindOut]:
     """Every memory kind, in registry order: what it holds and whether the tools store it."""
     return [
