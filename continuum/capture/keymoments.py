@@ -30,6 +30,7 @@ from continuum.domain.text import (
     find_time_expression,
     normalize_for_key,
     snake,
+    speaker_of,
     split_clauses,
     split_sentences,
 )
@@ -167,6 +168,9 @@ def detect_key_moments(
     name what was agreed to and an assistant's "I don't know" mark the user's question
     as an open thread.
     """
+    name = speaker_of(turn.content)  # a group transcript's turn: `Name: …`
+    if name:
+        turn = turn.model_copy(update={"content": turn.content[len(name) + 1 :].lstrip()})
     checked = triage(turn)
     if checked.skip_reason:
         return []
@@ -182,7 +186,18 @@ def detect_key_moments(
     elif not found and checked.is_short:
         short = _short_message(turn, checked.prose, previous)
         found += [short] if short else []
+    if name and turn.role == "user":  # what a named person said is about them, not "User"
+        found = [_named(candidate, name) for candidate in found]
     return _rank(found, max_writes)
+
+
+_USER = re.compile(r"\b(?:[Tt]he )?[Uu]ser\b")
+
+
+def _named(candidate: MemoryCandidate, name: str) -> MemoryCandidate:
+    """The candidate with its speaker's name where capture wrote "User"."""
+    content = clip(_USER.sub(name, candidate.content), MAX_CONTENT_CHARS)
+    return candidate.model_copy(update={"content": content})
 
 
 def _rank(found: list[MemoryCandidate], limit: int) -> list[MemoryCandidate]:

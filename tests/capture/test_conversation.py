@@ -577,3 +577,13 @@ def test_a_title_abbreviation_does_not_end_the_sentence():
     )
     assert appointment.content == "User has an appointment with Dr. Keller on Friday at 3pm"
     assert appointment.due_at == datetime(2025, 3, 7, 15, 0, tzinfo=UTC)
+
+
+def test_a_named_speakers_key_moments_carry_their_name() -> None:
+    said = CaptureTurn(message_id="g1", role="user", created_at=VOICE_START, session_id="g",
+                       content="John: I love hiking in the mountains with my dog.")  # fmt: skip
+    assert [c.content for c in detect_key_moments(said)] == [
+        "John loves hiking in the mountains with their dog"
+    ]  # not "User loves …", and no "John:" inside the memory
+    plain = said.model_copy(update={"content": "I love hiking in the mountains."})
+    assert [c.content for c in detect_key_moments(plain)] == ["User loves hiking in the mountains"]
