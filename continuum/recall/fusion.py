@@ -35,7 +35,7 @@ class FusionWeights:
     in_window: float = 1.0  # each of vector/text ranked again inside the query's time window
     memory: float = 1.0
     message: float = 1.0
-    memory_key: float = 0.9  # its source turns rank at least at this share of a memory's score
+    memory_key: float = 0.7  # its source turns rank at least at this share of a memory's score
     statement: float = 0.7  # a turn scores at least this share of its best statement's score
     digest_evidence: float = 0.5  # a digest cites its turns scoring at least this share of it
     session: float = 0.3  # a turn gains this share of its session's best turn's score
