@@ -101,6 +101,11 @@ class Settings(BaseSettings):
 
     workspace_dir: Path = Field(default=Path(".continuum/workspace"))
     privacy_mode: bool = Field(default=False, description="Never persist raw turns.")
+    redact_secrets: bool = Field(
+        default=True,
+        description="Replace API keys, tokens, passwords and private keys in messages and "
+        "memories by [redacted:<type>] before they are stored.",
+    )
     private_namespaces: Annotated[list[str], NoDecode] = Field(
         default_factory=list, description="Tenants whose raw turns are never persisted."
     )

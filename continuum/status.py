@@ -1,6 +1,7 @@
 """What the pipeline is doing right now (`continuum status`): messages waiting in every
-queue and held unacknowledged by workers, rows waiting for an embedding, dead letters, and
-the last transcript sync with the problems still open.
+queue and held unacknowledged by workers, rows waiting for an embedding, dead letters, the
+secrets redacted from what was stored, and the last transcript sync with the problems still
+open.
 
 `drained` is true when nothing is queued, nothing is held by a worker and (unless
 embeddings are switched off) no row waits for its embedding: everything synced or sent
@@ -17,6 +18,7 @@ from sqlalchemy import func, select
 
 from continuum.config import get_settings
 from continuum.pipeline.outbox import pending_counts
+from continuum.store import metrics
 from continuum.store.broker import broker_state
 from continuum.store.engine import session_scope
 from continuum.store.models import DeadLetter, SystemState
@@ -30,6 +32,7 @@ class PipelineStatus:
     unacked: int
     embeddings_pending: dict[str, int]
     dead_letters: int
+    secrets_redacted: int
     last_sync: dict[str, Any] | None
     last_sync_at: datetime | None
     problems_open: dict[str, int]
@@ -60,6 +63,7 @@ def pipeline_status() -> PipelineStatus:
         unacked=broker.unacked,
         embeddings_pending=pending_counts(),
         dead_letters=dead,
+        secrets_redacted=metrics.count(metrics.SECRETS_REDACTED),
         last_sync=last.value if last else None,
         last_sync_at=last.updated_at if last else None,
         problems_open=open_problems,

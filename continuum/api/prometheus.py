@@ -53,6 +53,7 @@ COUNTER_HELP = {
     metrics.LLM_COMPLETION_TOKENS: "Completion tokens of LLM calls.",
     metrics.LLM_BUDGET_SKIPS: "LLM calls not made: the tenant's daily token budget was spent.",
     metrics.DEAD_LETTERS: "Messages moved to the dead-letter store.",
+    metrics.SECRETS_REDACTED: "Secrets replaced by [redacted:<type>] in stored messages and memories.",
 }
 OBSERVATION_HELP = {
     metrics.SUMMARIZATION_SECONDS: "Seconds a session end took to summarize and extract.",

@@ -24,6 +24,7 @@ def _show(status: PipelineStatus) -> None:
     pending = ", ".join(f"{table} {n}" for table, n in status.embeddings_pending.items())
     out.print(f"embeddings pending: {pending}", highlight=False)
     out.print(f"dead letters: {status.dead_letters}", highlight=False)
+    out.print(f"secrets redacted: {status.secrets_redacted}", highlight=False)
     last = status.last_sync
     if last is None or status.last_sync_at is None:
         out.print("last sync: never", highlight=False)

@@ -47,6 +47,7 @@ def _summary_table(summary: SyncSummary) -> Table:
             "messages inserted / already stored",
             f"{summary.messages_inserted:,} / {summary.duplicates:,}",
         ),
+        ("messages of private tenants (not stored)", f"{summary.messages_withheld:,}"),
         ("sessions with new messages", str(summary.sessions)),
         ("cron reports written", str(summary.cron_reports)),
         ("capture chunks sent", str(summary.chunks_dispatched)),

@@ -3,7 +3,9 @@ for both doors a conversation comes in by (evented turns, `continuum.pipeline.in
 transcripts, `continuum.sync.sources`).
 
 What every row gets, whichever door: a private tenant's messages (`CONTINUUM_PRIVACY_MODE`,
-`CONTINUUM_PRIVATE_NAMESPACES`) are never written; an encrypted tenant's content is sealed
+`CONTINUUM_PRIVATE_NAMESPACES`) are never written; secrets in a message's content are
+replaced by `[redacted:<type>]` (`CONTINUUM_REDACT_SECRETS`, `continuum.domain.secrets`;
+counted in the `secrets_redacted` metric once the transaction commits); an encrypted tenant's content is sealed
 under its owner's key (the user's, else the tenant's) and brings its keyed full-text terms;
 a message already stored (namespace + session + message id) is not written twice; and a
 session's `message_count` grows by the rows really inserted, in the statement that creates
@@ -39,9 +41,11 @@ import psycopg
 from sqlalchemy.orm import Session as DbSession
 
 from continuum.config import get_settings
+from continuum.domain.secrets import redact
 from continuum.domain.storable import json_text
 from continuum.sealing.envelope import seal
 from continuum.sealing.terms import terms_for
+from continuum.store import metrics
 from continuum.store.bulk import insert_ignore, insert_rows
 from continuum.store.engine import driver_connection
 from continuum.store.models import Message, Session
@@ -146,10 +150,24 @@ def write(
     of a new session committed first."""
     settings = get_settings()
     kept = [row for row in messages if not settings.is_private(row.namespace)]
+    if settings.redact_secrets:
+        kept = _redacted(db, kept)
     inserted = _insert_copied(db, kept) if copy else _insert(db, kept)
     counts = Counter((message.namespace, message.session_id) for message in inserted)
     _upsert_sessions(db, sessions, counts)
     return inserted
+
+
+def _redacted(db: DbSession, rows: Sequence[MessageRow]) -> list[MessageRow]:
+    """`rows` with the secrets in their content replaced, counted when `db` commits."""
+    out: list[MessageRow] = []
+    found = 0
+    for row in rows:
+        redaction = redact(row.content)
+        found += redaction.total
+        out.append(row._replace(content=redaction.text) if redaction.total else row)
+    metrics.incr_on_commit(db, metrics.SECRETS_REDACTED, found)
+    return out
 
 
 def _sealed(db: DbSession, rows: Sequence[MessageRow]) -> list[tuple[str, str | None]]:

@@ -2,7 +2,9 @@
 
 A candidate's idempotency key (trigger + source ids + normalised content) makes a retried or
 redelivered write a no-op. Every stored memory records its provenance, the trust that
-follows from it (R29) and its claim (R24), and the ids of the messages it came from.
+follows from it (R29) and its claim (R24), and the ids of the messages it came from. Secrets
+in its content and claim value are replaced by `[redacted:<type>]` first
+(`CONTINUUM_REDACT_SECRETS`, `continuum.domain.secrets`), whoever proposed it.
 
 For an encrypted tenant (R47) content and claim value are sealed under the owner's data
 key, the idempotency key is keyed (an HMAC, not a plain digest of the content), the row
@@ -26,6 +28,7 @@ from continuum.capture.topics import topic_slug
 from continuum.config import get_settings
 from continuum.domain.kinds import KIND_SPECS, MemoryKind
 from continuum.domain.memory import MAX_CONTENT_CHARS, Claim, MemoryCandidate, Provenance
+from continuum.domain.secrets import redact
 from continuum.domain.text import clip
 from continuum.memory.claims import claim_lock_key, lock_claims, resolve_claims
 from continuum.memory.user_tasks import tasks_from_memories
@@ -105,6 +108,25 @@ def _row(ctx: WriteScope, candidate: MemoryCandidate, now: datetime) -> dict[str
     }
 
 
+def _without_secrets(db: DbSession, candidate: MemoryCandidate) -> MemoryCandidate:
+    """The candidate with the secrets in its content and claim value replaced (counted when
+    `db` commits); itself when there are none or redaction is off."""
+    if not get_settings().redact_secrets:
+        return candidate
+    content = redact(candidate.content)
+    value = redact(candidate.claim.value) if candidate.claim else None
+    found = content.total + (value.total if value else 0)
+    if not found:
+        return candidate
+    metrics.incr_on_commit(db, metrics.SECRETS_REDACTED, found)
+    claim = (
+        candidate.claim.model_copy(update={"value": value.text})
+        if candidate.claim and value
+        else None
+    )
+    return candidate.model_copy(update={"content": content.text, "claim": claim})
+
+
 @dataclass(frozen=True)
 class Stored:
     """A memory this write inserted, and its status once its claim was settled
@@ -132,9 +154,10 @@ def store_memories(
         (ns, user) for ns, users in sorted(owners.items()) for user in guard_users(db, ns, users)
     }
     texts: dict[tuple[str, str], str] = {}
-    for ctx, candidate in items:
+    for ctx, proposed in items:
         if (ctx.namespace, ctx.user_id) in gone:
             continue
+        candidate = _without_secrets(db, proposed)
         row = {**_row(ctx, candidate, now), **(columns or {})}
         rows[(row["namespace"], row["idempotency_key"])] = row
         texts[(row["namespace"], row["idempotency_key"])] = (

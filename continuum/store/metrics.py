@@ -30,6 +30,7 @@ LLM_PROMPT_TOKENS = "llm_prompt_tokens"
 LLM_COMPLETION_TOKENS = "llm_completion_tokens"
 LLM_BUDGET_SKIPS = "llm_budget_skips"
 DEAD_LETTERS = "dead_letters"
+SECRETS_REDACTED = "secrets_redacted"  # in messages and memories, as they are stored
 # Observations: `<name>_count` and `<name>_sum` each.
 SUMMARIZATION_SECONDS = "summarization_seconds"  # a session end's summary and extraction
 SESSION_MEMORIES = "session_memories"  # memories of a session when it is finished
@@ -72,6 +73,11 @@ def observe(name: str, value: float) -> None:
         pipe.execute()
     except redis.RedisError as exc:
         log.warning("metric %s not observed: %s", name, exc)
+
+
+def count(name: str) -> int:
+    """One counter's total (0 before anything was counted)."""
+    return int(get_redis().get(PREFIX + name) or 0)
 
 
 def snapshot(client: SyncRedis | None = None) -> dict[str, float]:

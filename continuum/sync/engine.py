@@ -163,8 +163,8 @@ class _Engine:
     ) -> None:
         """A problem with a whole source (or a directory, an index file): counted, and kept
         at the end of the run."""
-        self.summary.record_error(kind, path, detail, line_no=line_no)
-        found = problems.Found(kind, detail, line_no=line_no)
+        found = problems.for_tenant(namespace, problems.Found(kind, detail, line_no=line_no))
+        self.summary.record_error(kind, path, found.detail, line_no=line_no)
         self.source_problems.append((namespace, str(path), found))
 
     def keep_record(self) -> None:
@@ -224,7 +224,8 @@ class _Engine:
         summary = self.summary
         summary.messages_parsed += outcome.parsed
         summary.messages_inserted += len(outcome.inserted)
-        summary.duplicates += outcome.parsed - len(outcome.inserted)
+        summary.messages_withheld += outcome.withheld
+        summary.duplicates += outcome.parsed - outcome.withheld - len(outcome.inserted)
         summary.cron_reports += outcome.cron_reports
         summary.skipped_entries.update(outcome.skipped)
         for error in outcome.errors:

@@ -8,12 +8,15 @@ directory that cannot be listed, a store of the wrong layout). A file that canno
 at all is one problem, never one per "line". Seeing a problem again moves its
 `last_seen_at` and `run_id`; reading a source again from its start first resolves its rows
 (`resolved_at`), so the problems of a fixed file close and those still there reopen.
+
+A private tenant's problems (`Settings.is_private`) keep their kind and location but not
+their detail (`for_tenant`): a detail can quote its input (an entry's type, a refused value).
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import cast
 
@@ -23,10 +26,12 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.sql.elements import ColumnElement
 
+from continuum.config import get_settings
 from continuum.domain.storable import clean_text
 from continuum.store.models import SyncProblem
 
 WHOLE_SOURCE = "file"
+WITHHELD = "detail withheld (private tenant): open the source at this location to see it"
 
 
 @dataclass(frozen=True)
@@ -50,6 +55,14 @@ class Found:
         if self.byte_offset is not None:
             return f"byte-{self.byte_offset}"
         return WHOLE_SOURCE
+
+
+def for_tenant(namespace: str, found: Found) -> Found:
+    """`found` as the tenant's problem may be kept, shown and logged: a private tenant's
+    detail is withheld, its kind and location stay."""
+    if not get_settings().is_private(namespace):
+        return found
+    return replace(found, detail=WITHHELD)
 
 
 def record(db: DbSession, run_id: str, namespace: str, path: str, found: Iterable[Found]) -> None:

@@ -27,6 +27,7 @@ _LAST_RUN_FIELDS = (
     "files_read",
     "files_failed",
     "messages_inserted",
+    "messages_withheld",
     "sessions_ended",
     "errors",
     "seconds",
@@ -60,6 +61,7 @@ class SyncSummary:
     files_restarted: int = 0
     messages_parsed: int = 0
     messages_inserted: int = 0
+    messages_withheld: int = 0  # a private tenant's: read and counted, never stored
     duplicates: int = 0
     sessions: int = 0
     cron_reports: int = 0

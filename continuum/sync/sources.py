@@ -5,6 +5,12 @@ the next batch of complete lines (JSONL, by byte offset) or events (SQLite, by s
 parses it with the restored `ParserState`, writes messages, session row, compactions
 and cron report, and moves the cursor — all or nothing (R75). Counting and the capture
 feed happen only after the commit.
+
+A private tenant's transcript (`Settings.is_private`) is read, counted and its cursor moved,
+but none of its text is kept: no messages (the conversation writer drops them), no
+compaction summaries, no cron report, no last assistant text in the cursor's parser context,
+and its problems without their detail (`problems.for_tenant`). Its session row (ids, times,
+model, working directory: no text) is kept, as the evented door keeps it.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session as DbSession
 
+from continuum.config import get_settings
 from continuum.conversations import writer as conversation
 from continuum.conversations.writer import InsertedMessage, SessionFacts
 from continuum.store.engine import session_scope
@@ -49,6 +56,7 @@ class Outcome:
     """What one committed batch did."""
 
     parsed: int = 0
+    withheld: int = 0  # messages of a private tenant: read, never stored
     inserted: list[InsertedMessage] = field(default_factory=list)
     cron_reports: int = 0
     errors: list[Found] = field(default_factory=list)
@@ -98,6 +106,13 @@ def session_facts(
     )
 
 
+def stored_context(namespace: str, state: ParserState) -> dict[str, Any]:
+    """The parser state as a cursor keeps it: a private tenant's without its last assistant
+    text (it only feeds the cron report, which such a tenant does not get)."""
+    exclude = {"last_assistant_text"} if get_settings().is_private(namespace) else None
+    return state.model_dump(mode="json", exclude=exclude)
+
+
 def apply_batch(
     db: DbSession,
     source: TranscriptSource,
@@ -108,21 +123,27 @@ def apply_batch(
     found: list[Found],
     run_id: str,
 ) -> Outcome:
-    """Write one parsed batch and the problems `found` in it (in the caller's transaction)."""
+    """Write one parsed batch and the problems `found` in it (in the caller's transaction);
+    of a private tenant's batch, only its session row and its problems without detail."""
+    private = get_settings().is_private(namespace)
     facts = session_facts(source, namespace, state, channel)
     extra = {"topic_id": source.topic_id} if source.topic_id else {}
     # never a session row without messages
     known = bool(result.messages) or session_exists(db, namespace, facts.session_id)
     rows = message_rows(facts, result.messages, extra)
     inserted = conversation.write(db, [facts] if known else [], rows, copy=True)
-    add_compactions(db, namespace, facts.session_id, result.compactions)
+    found = [problems.for_tenant(namespace, f) for f in found]
     problems.record(db, run_id, namespace, str(source.path), found)
     outcome = Outcome(
         parsed=len(result.messages),
+        withheld=len(result.messages) if private else 0,
         inserted=inserted,
         errors=found,
         skipped=Counter(result.skipped),
     )
+    if private:
+        return outcome
+    add_compactions(db, namespace, facts.session_id, result.compactions)
     report = result.cron_report
     if report is not None:
         times = {m.message_id: m.created_at for m in result.messages}
@@ -206,7 +227,7 @@ def sync_jsonl(
             head = min(batch.next_offset, cursors.HEAD_BYTES)
             cursor.byte_offset = batch.next_offset
             cursor.details = {
-                "context": parser.state.model_dump(mode="json"),
+                "context": stored_context(namespace, parser.state),
                 "head": {"length": head, "digest": cursors.head_digest(path, head)},
             }
             if lines is not None:
@@ -296,7 +317,7 @@ class _StoreSession:
                     options.run_id,
                 )
                 cursor.seq = events[-1].seq
-                cursor.details = {"context": parser.state.model_dump(mode="json")}
+                cursor.details = {"context": stored_context(self.namespace, parser.state)}
                 owner = _owner(self.source, self.namespace, self.session_id)
                 cursors.save(db, cursor, owner, None)
             report.outcomes.append(outcome)
