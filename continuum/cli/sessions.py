@@ -63,10 +63,13 @@ def handoff_send(
     namespace: str = NamespaceOption,
     user_id: str = HandoffUserOption,
     from_channel: str = typer.Option(..., "--from"),
-    to_channel: str = typer.Option(..., "--to"),
+    to_channel: str | None = typer.Option(
+        None, "--to", help="Where the user goes (default: any channel but --from)."
+    ),
     summary: str = typer.Option(..., "--summary", help="What the next channel should know."),
 ) -> None:
-    """Announce that a user is switching channels."""
+    """Announce that a user is switching channels: the next context block (or `check`) for
+    --to shows it, once."""
     from continuum.ephemeral.handoff import send_handoff
 
     print_json(send_handoff(namespace, user_id, from_channel, to_channel, summary))
@@ -77,11 +80,15 @@ def handoff_check(
     namespace: str = NamespaceOption,
     user_id: str = HandoffUserOption,
     peek: bool = typer.Option(False, "--peek", help="Look without consuming."),
+    channel: str | None = typer.Option(
+        None, "--channel", help="Only a handoff for this channel (the one arriving)."
+    ),
 ) -> None:
     """Take the pending handoff for a user (once); exit 1 when there is none."""
     from continuum.ephemeral.handoff import consume_handoff, peek_handoff
 
-    found = peek_handoff(namespace, user_id) if peek else consume_handoff(namespace, user_id)
+    take = peek_handoff if peek else consume_handoff
+    found = take(namespace, user_id, channel)
     if found is None:
         raise typer.Exit(1)
     print_json(found)

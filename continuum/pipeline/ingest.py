@@ -5,6 +5,9 @@ sessions go through the conversation writer (`continuum.conversations.writer`: i
 namespace + session + message id, nothing of a private tenant), sessions are ended, and with
 an LLM configured the turns join their session's chunk for the LLM
 (`continuum.pipeline.live_chunks`; closed chunks are sent by the task after the commit).
+A user's turn that announces a move to another channel ("I'll continue on Discord",
+`continuum.capture.handoffs`) sends a handoff for that channel, once per event, with the
+session's last turns as its summary, unless the turn is older than a handoff lives.
 The batch's Redis state is written last, before the commit: if Redis fails, the transaction
 rolls back and the batch is retried; a crash between those writes and the commit leaves
 Postgres untouched and Redis state that the redelivered batch writes again identically
@@ -17,7 +20,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import select
@@ -25,6 +28,7 @@ from sqlalchemy.exc import DataError
 from sqlalchemy.orm import Session as DbSession
 
 from continuum.capture import detect_key_moments, extract_entities, statements, topic_slug
+from continuum.capture.handoffs import handoff_target
 from continuum.config import get_settings
 from continuum.contract.events import (
     Event,
@@ -40,7 +44,10 @@ from continuum.contract.queues import INGEST_EVENTS
 from continuum.conversations import writer as conversation
 from continuum.conversations.writer import EVENT_SOURCE, MessageRow, SessionFacts
 from continuum.domain.memory import CaptureTurn, MemoryCandidate
-from continuum.ephemeral.turns import LiveTurn, add_stored_keys, record_turns
+from continuum.domain.text import clip
+from continuum.ephemeral.handoff import send_handoff
+from continuum.ephemeral.keys import HANDOFF_TTL_S
+from continuum.ephemeral.turns import LiveTurn, add_stored_keys, record_turns, transcript
 from continuum.memory.writer import WriteScope, store_candidates
 from continuum.pipeline import deadletters, sessions
 from continuum.pipeline.live_chunks import LiveChunk, claim_chunks
@@ -244,6 +251,46 @@ def _record_ephemeral(
     ]
     record_turns(turns, pipe=pipe)
     pipe.execute()
+    _send_handoffs(events)
+
+
+# What a handoff carries: the session's last turns up to the announcing one, as many as fit
+# in what the block's line leaves after its prefix (RecallConfig.max_item_chars is 300).
+HANDOFF_SUMMARY_CHARS = 220
+HANDOFF_TURN_CHARS = 120
+
+
+def _handoff_summary(event: TurnEvent) -> str:
+    """The session's last turns up to `event`, newest kept first, within the budget."""
+    said = transcript(event.namespace, event.session_id)
+    ids = [turn.message_id for turn in said]
+    upto = ids.index(event.effective_message_id) + 1 if event.effective_message_id in ids else 0
+    parts: list[str] = []
+    for turn in reversed(said[:upto]):
+        part = f"{turn.speaker}: {clip(turn.summary, HANDOFF_TURN_CHARS)}"
+        if parts and len(" / ".join([part, *parts])) > HANDOFF_SUMMARY_CHARS:
+            break
+        parts.insert(0, part)
+    return " / ".join(parts) or clip(event.content, HANDOFF_SUMMARY_CHARS)
+
+
+def _send_handoffs(events: list[TurnEvent]) -> None:
+    """The handoffs users' fresh turns announce, each sent once (its id is the event's)."""
+    oldest = datetime.now(UTC) - timedelta(seconds=HANDOFF_TTL_S)
+    for event in events:
+        if event.role != "user" or not event.user_id or event.ts <= oldest:
+            continue
+        target = handoff_target(event.content, event.channel)
+        if target is not None:
+            send_handoff(
+                event.namespace,
+                event.user_id,
+                event.channel,
+                target,
+                _handoff_summary(event),
+                handoff_id=str(event.event_id),
+                at=event.ts,
+            )
 
 
 def ingest_batch(payloads: Sequence[Any], task_id: str | None = None) -> IngestResult:

@@ -30,7 +30,6 @@ from sqlalchemy.orm import Session as DbSession
 
 from continuum.capture.due import due_label
 from continuum.domain.kinds import ContextSection, MemoryKind, kind_names
-from continuum.ephemeral.handoff import peek_handoff
 from continuum.memory.user_tasks import tasks_query
 from continuum.recall.fusion import SearchHit
 from continuum.recall.items import Candidate, RecallConfig
@@ -187,28 +186,24 @@ def task_candidates(
     return found
 
 
-def handoff_candidate(namespace: str, user_id: str | None, now: datetime) -> list[Candidate]:
-    """The pending handoff (read, not consumed), if any."""
-    handoff = peek_handoff(namespace, user_id)
-    if not handoff:
-        return []
+def handoff_candidate(handoff: dict[str, str], now: datetime) -> Candidate:
+    """The candidate of a pending handoff (`ephemeral.handoff`) the block may show."""
     when = datetime.fromisoformat(handoff["timestamp"])
     minutes = max(0, round((now - when).total_seconds() / 60))
+    target = handoff.get("to_channel") or "another channel"
     content = (
-        f"User is switching from {handoff['from_channel']} to {handoff['to_channel']} "
+        f"User is switching from {handoff['from_channel']} to {target} "
         f"({minutes} min ago): {handoff['context_summary']}"
     )
-    return [
-        Candidate(
-            source="handoff",
-            ref="handoff",
-            kind="handoff",
-            content=content,
-            created_at=None,
-            importance=10,
-            channels={"handoff": "pending handoff from " + handoff["from_channel"]},
-        )
-    ]
+    return Candidate(
+        source="handoff",
+        ref="handoff",
+        kind="handoff",
+        content=content,
+        created_at=None,
+        importance=10,
+        channels={"handoff": "pending handoff from " + handoff["from_channel"]},
+    )
 
 
 def from_hit(hit: SearchHit, best: float, rank: int) -> Candidate:

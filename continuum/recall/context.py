@@ -5,8 +5,14 @@ This module owns the order of a recall, not its parts: it starts embedding the s
 in one transaction reads the candidates (`recall.candidates`, with the relevance channel a
 hybrid search, `recall.search`), scores them, drops duplicates and packs them into
 `max_tokens` (`recall.packing`), adds what `explain` reports, and logs the recall
-(`recall.recall_log`). The pending handoff goes in first; the block never exceeds the budget,
-counted with the embedding model's tokenizer.
+(`recall.recall_log`). The block never exceeds the budget, counted with the embedding model's
+tokenizer.
+
+The user's pending handoff (`ephemeral.handoff`) goes in first, and only in a block for the
+channel it is for (none without a `channel`). The block that shows it consumes it, after
+packing: a handoff another block took meanwhile is left out and the block packed again, so
+of two concurrent blocks exactly one shows it. `explain=True` (an audit) shows it without
+consuming it.
 
 With a seed, the sections yield to relevance: the relevance channel brings more items and
 pinned items lose their bonus, so a summary, task or preference keeps its place only as far
@@ -28,6 +34,7 @@ from sqlalchemy.orm import Session as DbSession
 
 from continuum.capture.topics import topic_slug
 from continuum.domain.memory import DIGEST_KINDS
+from continuum.ephemeral.handoff import Handoff, consume_handoff, peek_handoff
 from continuum.recall.candidates import (
     context_scope,
     from_hit,
@@ -40,6 +47,7 @@ from continuum.recall.candidates import (
 from continuum.recall.fusion import SearchHit, evidence_turns
 from continuum.recall.items import (
     Candidate,
+    ContextItem,
     ContextResult,
     Excluded,
     RecallConfig,
@@ -55,13 +63,25 @@ from continuum.store.engine import session_scope
 HIDDEN_STATUSES = ("superseded", "quarantined", "forgotten", "archived")
 
 
+def _pending_handoff(request: RecallRequest) -> Handoff | None:
+    """The handoff this block may show: the user's, for the block's channel."""
+    if not request.pinned or not request.channel:
+        return None
+    return peek_handoff(request.namespace, request.user_id, request.channel)
+
+
 def _gather(
-    db: DbSession, request: RecallRequest, scope: SearchFilters, prepared: PreparedQuery | None
+    db: DbSession,
+    request: RecallRequest,
+    scope: SearchFilters,
+    prepared: PreparedQuery | None,
+    handoff: Handoff | None,
 ) -> list[Candidate]:
     config, ns = request.config, request.namespace
     pinned: list[list[Candidate]] = []
+    if handoff is not None:
+        pinned.append([handoff_candidate(handoff, request.now)])
     if request.pinned:  # these need no query vector: they run while the seed is embedded
-        pinned.append(handoff_candidate(ns, request.user_id, request.now))
         pinned += memory_candidates(db, ns, scope, memory_channels(config), request.now, config)
         pinned.append(task_candidates(db, ns, request.user_id, config.pinned_n))
     relevant: list[Candidate] = []
@@ -119,17 +139,42 @@ def _filtered_out(
     return found
 
 
+def _pack_consuming_handoff(
+    request: RecallRequest,
+    kept: list[Candidate],
+    handoff: Handoff | None,
+    excluded: list[Excluded],
+    seeded: bool,
+) -> tuple[list[ContextItem], str, int]:
+    """`pack`, consuming the handoff if the block shows it; if another block consumed it
+    first, the block is packed again without it."""
+    before = list(excluded)
+    packed = pack(kept, request.max_tokens, request.now, request.config, excluded, seeded)
+    shown = any(item.ref == "handoff" for item in packed[0])
+    if handoff is None or not shown or request.explain or request.user_id is None:
+        return packed
+    taken = consume_handoff(
+        request.namespace, request.user_id, request.channel, handoff_id=handoff.get("id")
+    )
+    if taken is not None:
+        return packed
+    excluded[:] = [*before, Excluded("handoff", "handoff", "consumed by another block")]
+    rest = [candidate for candidate in kept if candidate.source != "handoff"]
+    return pack(rest, request.max_tokens, request.now, request.config, excluded, seeded)
+
+
 def _recall(request: RecallRequest) -> ContextResult:
     excluded: list[Excluded] = []
     scope = context_scope(request.user_id, request.channel, request.config)
     seed = request.seed_text
     prepared = prepare_query(seed, scope, request.now) if seed.strip() else None
+    handoff = _pending_handoff(request)
     with session_scope() as db:
         # The only write is the recall log: it need not wait for a WAL flush (a crash may
         # lose the last few log rows, never a memory).
         use_search_settings(db, {"synchronous_commit": "off"})
         candidates = []
-        for candidate in _gather(db, request, scope, prepared):
+        for candidate in _gather(db, request, scope, prepared, handoff):
             if candidate.ref in request.skip_refs:
                 excluded.append(Excluded(candidate.ref, candidate.kind, "already injected"))
             else:
@@ -138,8 +183,8 @@ def _recall(request: RecallRequest) -> ContextResult:
         untracked = drop_tracked(candidates, excluded)
         pairs = near_duplicates(db, untracked, request.config.duplicate_cosine)
         kept = dedupe(untracked, pairs, excluded)
-        items, block, tokens_used = pack(
-            kept, request.max_tokens, request.now, request.config, excluded, prepared is not None
+        items, block, tokens_used = _pack_consuming_handoff(
+            request, kept, handoff, excluded, prepared is not None
         )
         if request.explain:
             excluded += _filtered_out(db, request, scope, prepared, {c.ref for c in candidates})

@@ -27,7 +27,10 @@ Only the worker's cleanup waits: until the events are on disk and, unless the br
 refused a flush, sent. Nothing raises into the bot: errors go to `<home>/hooks.log`.
 
 `context_message` and `add_context` put the context block (`continuum.runtimes.context`) into
-the bot's `LLMContext` as a system message.
+the bot's `LLMContext` as a system message; a handoff pending for the bot's channel (the user
+said "let's pick this up in the voice call" on Discord) is in it, and the call consumes it.
+`hand_off` sends one from the call (a caller saying "I'll continue on Discord" sends one
+through the pipeline without it).
 """
 
 from __future__ import annotations
@@ -60,6 +63,7 @@ from pipecat.utils.string import TextPartForConcatenation, concatenate_aggregate
 
 from continuum.config import get_settings
 from continuum.contract.events import EventError, parse_event
+from continuum.ephemeral.handoff import send_handoff
 from continuum.runtimes import spool
 from continuum.runtimes.context import session_context
 
@@ -255,4 +259,23 @@ async def add_context(
     if message is None:
         return False
     context.add_message(message)
+    return True
+
+
+async def hand_off(
+    namespace: str,
+    *,
+    user_id: str,
+    summary: str,
+    to_channel: str | None = None,
+    channel: str = CHANNEL,
+) -> bool:
+    """Tell the user's next session on `to_channel` (None: any channel but this one) what the
+    call was about: its context block shows it once, within 10 minutes. Whether it was sent;
+    never raises (the error is in `<home>/hooks.log`)."""
+    try:
+        await asyncio.to_thread(send_handoff, namespace, user_id, channel, to_channel, summary)
+    except Exception:
+        spool.log_error(get_settings().home, f"pipecat: no handoff:\n{traceback.format_exc()}")
+        return False
     return True

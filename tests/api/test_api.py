@@ -261,6 +261,20 @@ def test_handoff_is_read_once_and_active_sessions_listed(api: TestClient) -> Non
     assert api.get("/v1/sessions/active", headers=headers).json() == []
 
 
+def test_a_handoff_is_taken_only_by_its_channel(api: TestClient) -> None:
+    headers = bearer("pearl")
+    body = {"user_id": "jason", "from_channel": "voice", "context_summary": "Garden tiles."}
+    sent = api.post("/v1/handoff", headers=headers, json=body)  # no target: any other channel
+    assert sent.status_code == 201 and sent.json()["to_channel"] == ""
+    check = "/v1/handoff?user_id=jason&channel="
+    assert api.get(check + "voice", headers=headers).json() is None
+    assert (
+        api.get(check + "discord&consume=false", headers=headers).json()["from_channel"] == "voice"
+    )
+    assert api.get(check + "discord", headers=headers).json()["context_summary"] == "Garden tiles."
+    assert api.get(check + "telegram", headers=headers).json() is None
+
+
 def test_openapi_spec_and_docs_are_served(api: TestClient) -> None:
     spec = api.get("/openapi.json").json()
     body = spec["paths"]["/v1/events"]["post"]["requestBody"]["content"]["application/json"]

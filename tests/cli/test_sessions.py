@@ -59,3 +59,16 @@ def test_a_handoff_is_read_once(db: Any) -> None:
     assert json.loads(peek.stdout) == json.loads(taken.stdout)
     assert json.loads(taken.stdout)["context_summary"] == "Garden plan"
     assert again.stdout == ""
+
+
+def test_a_handoff_without_target_is_taken_by_another_channel_only(db: Any) -> None:
+    sent = runner.invoke(app, ["handoff", "send", "-n", "pearl", "--user", "jason", "--from",
+                               "claude-code", "--summary", "Upload test fixed"])  # fmt: skip
+    assert sent.exit_code == 0 and json.loads(sent.stdout)["to_channel"] == ""
+    check = ["handoff", "check", "-n", "pearl", "--user", "jason", "--channel"]
+    assert runner.invoke(app, [*check, "claude-code"]).exit_code == 1  # where it came from
+    taken = runner.invoke(app, [*check, "discord"])
+    assert (
+        taken.exit_code == 0 and json.loads(taken.stdout)["context_summary"] == "Upload test fixed"
+    )
+    assert runner.invoke(app, [*check, "telegram"]).exit_code == 1  # read once

@@ -180,3 +180,24 @@ def test_a_batch_leaves_the_state_of_its_turns_applied_one_by_one(db: Any) -> No
     turns.record_turns(live)
     assert _state() == one_by_one
     assert [t.message_id for t in turns.transcript("pearl", "s0")] == ["late"]
+
+
+def test_a_handoff_is_only_for_the_channel_it_names(db: Any) -> None:
+    handoff.send_handoff("pearl", "jason", "voice", "discord", "Chose Hoffmann.")
+    assert handoff.peek_handoff("pearl", "jason", "voice") is None  # where it came from
+    assert handoff.consume_handoff("pearl", "jason", "telegram") is None
+    assert handoff.consume_handoff("pearl", "jason", "discord:dm")["to_channel"] == "discord"  # type: ignore[index]
+    assert handoff.peek_handoff("pearl", "jason") is None
+
+
+def test_a_handoff_with_no_target_is_for_any_other_channel(db: Any) -> None:
+    handoff.send_handoff("pearl", "jason", "voice", None, "Chose Hoffmann.")
+    assert handoff.consume_handoff("pearl", "jason", "voice") is None
+    assert handoff.consume_handoff("pearl", "jason", "telegram")["to_channel"] == ""  # type: ignore[index]
+
+
+def test_a_handoff_is_sent_once_per_id(db: Any) -> None:
+    handoff.send_handoff("pearl", "jason", "voice", "discord", "first", handoff_id="e1")
+    assert handoff.consume_handoff("pearl", "jason", "discord")["context_summary"] == "first"  # type: ignore[index]
+    handoff.send_handoff("pearl", "jason", "voice", "discord", "first", handoff_id="e1")
+    assert handoff.peek_handoff("pearl", "jason") is None  # a redelivery does not bring it back

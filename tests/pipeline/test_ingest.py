@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import func, select, text
 
+from continuum.ephemeral.handoff import consume_handoff, peek_handoff
 from continuum.pipeline.ingest import ingest_batch
 from continuum.recall.namespace_queries import (
     day_messages,
@@ -14,6 +15,7 @@ from continuum.recall.namespace_queries import (
     recent_messages,
     search_messages,
 )
+from continuum.redis_client import get_redis
 from continuum.store.engine import session_scope
 from continuum.store.models import DeadLetter, Message, Session
 from tests.support.events import T0, session_end, turn
@@ -146,3 +148,37 @@ def test_event_ids_are_unique_per_tenant(db: Any) -> None:
     again = ingest_batch([turn("Pearl's message", namespace="pearl", event_id=shared,
                                message_id="p")])  # fmt: skip
     assert (again.processed, again.duplicates) == (0, 1)
+
+
+def _now_s() -> float:
+    """Seconds from T0 to now: a turn's `at` for a turn said just now."""
+    return (datetime.now(UTC) - T0).total_seconds()
+
+
+def test_a_turn_announcing_a_move_sends_a_handoff_once(db: Any) -> None:
+    said = _now_s()
+    talk = [
+        turn("The drainage quote from Hoffmann is still open.", message_id="v1", at=said - 20),
+        turn("Asked them, waiting on the price.", role="assistant", message_id="v2", at=said - 10),
+        turn("I have to run, I'll continue on Discord later.", message_id="v3", at=said),
+    ]
+    ingest_batch(talk)
+    assert peek_handoff("pearl", "jason", "voice") is None
+    handoff = peek_handoff("pearl", "jason", "discord")
+    assert handoff is not None and handoff["from_channel"] == "voice"
+    assert "drainage quote" in handoff["context_summary"]
+    assert "continue on Discord" in handoff["context_summary"]
+    assert consume_handoff("pearl", "jason", "discord") is not None
+    ingest_batch([talk[2]])  # a redelivered event sends nothing again
+    assert peek_handoff("pearl", "jason") is None
+
+
+def test_questions_old_turns_and_assistants_send_no_handoff(db: Any) -> None:
+    said = _now_s()
+    ingest_batch([
+        turn("Should I continue on Discord?", message_id="q1", at=said),
+        turn("Let's pick this up in Telegram.", role="assistant", message_id="q2", at=said),
+        turn("I'll continue on Discord.", message_id="q3", at=said - 3600),  # an hour late
+        turn("I'll continue on Discord.", message_id="q4", at=said, user_id=None),
+    ])  # fmt: skip
+    assert get_redis().keys("continuum:pearl:handoff*") == []

@@ -4,6 +4,7 @@ sections yielding to a seed, explain output, the recall log, and topic-shift rec
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -12,7 +13,7 @@ from sqlalchemy import select, text
 
 from continuum.contract.events import SessionEndEvent
 from continuum.domain.kinds import KINDS
-from continuum.ephemeral.handoff import send_handoff
+from continuum.ephemeral.handoff import peek_handoff, send_handoff
 from continuum.inference.tokenizer import count_tokens
 from continuum.pipeline.ingest import ingest_batch
 from continuum.pipeline.outbox import embed_pending
@@ -229,6 +230,41 @@ def test_pending_handoff_goes_first(garden: dict[str, int]) -> None:
     result = context("pearl", "", 60, user_id="jason", channel="discord", now=datetime.now(UTC))
     assert result.items[0].ref == "handoff"
     assert "## Pending handoff" in result.block and "from voice to discord" in result.block
+
+
+def test_only_the_arriving_channel_shows_a_handoff_and_its_block_consumes_it(
+    garden: dict[str, int],
+) -> None:
+    send_handoff("pearl", "jason", "voice", "discord", "Talking about the garden drainage.")
+    now = datetime.now(UTC)
+    for channel in ("voice", "telegram", None):  # where it came from, elsewhere, unknown
+        shown = context("pearl", "", 400, user_id="jason", channel=channel, now=now)
+        assert "Pending handoff" not in shown.block, channel
+    audit = context("pearl", "", 400, user_id="jason", channel="discord", explain=True, now=now)
+    assert "Pending handoff" in audit.block  # explain peeks: it stays pending
+    first = context("pearl", "", 400, user_id="jason", channel="discord", now=now)
+    again = context("pearl", "", 400, user_id="jason", channel="discord", now=now)
+    assert "Pending handoff" in first.block and "Pending handoff" not in again.block
+    assert peek_handoff("pearl", "jason") is None
+
+
+def test_a_handoff_with_no_target_shows_on_any_other_channel(garden: dict[str, int]) -> None:
+    send_handoff("pearl", "jason", "voice", None, "Talking about the garden drainage.")
+    now = datetime.now(UTC)
+    assert "Pending handoff" not in context("pearl", "", 400, user_id="jason", channel="voice",
+                                            now=now).block  # fmt: skip
+    block = context("pearl", "", 400, user_id="jason", channel="telegram", now=now).block
+    assert "from voice to another channel" in block
+
+
+def test_two_concurrent_blocks_never_both_show_a_handoff(garden: dict[str, int]) -> None:
+    send_handoff("pearl", "jason", "voice", "discord", "Talking about the garden drainage.")
+    now = datetime.now(UTC)
+    with ThreadPoolExecutor(4) as pool:
+        blocks = list(pool.map(lambda _: context("pearl", "", 400, user_id="jason",
+                                                 channel="discord", now=now).block, range(4)))  # fmt: skip
+    assert sum("Pending handoff" in block for block in blocks) == 1
+    assert all("Hoffmann" in block for block in blocks)  # the others are whole blocks still
 
 
 def test_topic_shift_recall_skips_what_was_injected(garden: dict[str, int]) -> None:

@@ -12,6 +12,7 @@ from sqlalchemy import select
 from typer.testing import CliRunner
 
 from continuum.cli.main import app
+from continuum.ephemeral.handoff import peek_handoff, send_handoff
 from continuum.runtimes import spool
 from continuum.runtimes.claude_code import EVENTS, last_assistant_turn
 from tests.support.claude_code_hooks import (
@@ -163,3 +164,29 @@ def test_hooks_send_the_turns_and_start_sessions_with_the_context_block(
     assert shown["hookSpecificOutput"]["hookEventName"] == "SessionStart"
     assert set(shown) == {"hookSpecificOutput"}
     assert "pytest-xdist" in shown["hookSpecificOutput"]["additionalContext"]
+
+
+def test_a_session_starts_with_its_handoff_once_and_a_prompt_hands_off(
+    db: Any, worker: Any, tmp_path: Path, settings_env: Any
+) -> None:
+    settings_env(home=tmp_path / "home")
+    commands = install(tmp_path, "-n", "cc-hooks", "--user-id", "jason")
+    path = transcript(tmp_path, "cc-1")
+    send_handoff("cc-hooks", "jason", "voice", "claude-code", "Fix the flaky upload test next.")
+
+    def start() -> str:
+        done = run_hook(commands["SessionStart"],
+                        payload("SessionStart", "cc-1", path, source="startup"))  # fmt: skip
+        assert done.returncode == 0 and done.stderr == "", done.stderr
+        return done.stdout
+
+    shown = json.loads(start())["hookSpecificOutput"]["additionalContext"]
+    assert "## Pending handoff" in shown and "Fix the flaky upload test next." in shown
+    assert "flaky upload" not in start()  # read once
+
+    prompt = payload(
+        "UserPromptSubmit", "cc-1", path, prompt="Done for now, I'll continue on Discord."
+    )
+    assert run_hook(commands["UserPromptSubmit"], prompt).returncode == 0
+    handoff = wait_for(lambda: peek_handoff("cc-hooks", "jason", "discord"), timeout=30)
+    assert handoff["from_channel"] == "claude-code" and "continue on Discord" in str(handoff)

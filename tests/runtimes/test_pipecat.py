@@ -24,8 +24,9 @@ from pipecat.frames.frames import (
 from pipecat.processors.aggregators.llm_context import LLMContext
 from pipecat.utils.time import time_now_iso8601
 
+from continuum.ephemeral.handoff import peek_handoff, send_handoff
 from continuum.runtimes.context import session_context
-from continuum.runtimes.pipecat import ContinuumObserver, add_context, context_message
+from continuum.runtimes.pipecat import ContinuumObserver, add_context, context_message, hand_off
 from tests.support.pipecat_calls import PARTICIPANT, answer, call, ended, heard, stored
 from tests.support.wait import wait_for
 
@@ -95,12 +96,33 @@ def test_what_was_said_on_a_call_is_in_the_next_discord_context(
     ])  # fmt: skip
     assert wait_for(lambda: ended("pearl", "voice-7"), timeout=90)[1] == ""
 
-    # Later, in Discord: the block that session starts with.
+    # Later, in Discord: the block that session starts with, and the handoff the caller's
+    # last words sent, once.
     block = session_context("pearl", user_id="jason", channel="discord")
     assert "Hoffmann" in block and "drainage" in block and "voice" in block.lower()
+    assert "## Pending handoff" in block and "talk later on Discord" in block
+    assert "Pending handoff" not in session_context("pearl", user_id="jason", channel="discord")
 
     # And the next call's LLM context gets the block as a system message.
     context = LLMContext([{"role": "system", "content": "You are Pearl, a voice assistant."}])
     assert asyncio.run(add_context(context, "pearl", user_id="jason")) is True
     added = context.messages[-1]
     assert added["role"] == "system" and "Hoffmann" in added["content"]
+
+
+def test_a_call_reads_its_handoff_once_and_hands_off_to_another_channel(
+    db: Any, settings_env: Any, tmp_path: Any
+) -> None:
+    settings_env(home=tmp_path / "home")
+    send_handoff("pearl", "jason", "discord", "voice", "Choosing the garden tiles.")
+    first = context_message("pearl", user_id="jason")
+    assert first is not None and "Choosing the garden tiles" in str(first["content"])
+    again = context_message("pearl", user_id="jason")
+    assert again is None or "garden tiles" not in str(again["content"])
+
+    sent = asyncio.run(hand_off("pearl", user_id="jason", summary="Tiles: slate.",
+                                to_channel="telegram"))  # fmt: skip
+    assert sent is True
+    assert "Tiles: slate." not in session_context("pearl", user_id="jason", channel="discord")
+    assert "Tiles: slate." in session_context("pearl", user_id="jason", channel="telegram")
+    assert peek_handoff("pearl", "jason") is None

@@ -23,7 +23,7 @@ Name = Annotated[str, Field(min_length=1, max_length=200)]
 class HandoffIn(BaseModel):
     user_id: Name
     from_channel: Name
-    to_channel: Name
+    to_channel: Name | None = None  # none: any channel but from_channel
     context_summary: Annotated[str, Field(min_length=1, max_length=20_000)]
 
 
@@ -58,7 +58,8 @@ def get_session(scope: ScopeDep, session_id: str) -> SessionOut:
 
 @router.post("/handoff", status_code=status.HTTP_201_CREATED)
 def send_handoff(scope: ScopeDep, handoff: HandoffIn) -> dict[str, str]:
-    """Announce that a user is switching channels (kept 10 minutes, read once)."""
+    """Announce that a user is switching channels (kept 10 minutes, read once by the first
+    context block or check for `to_channel`, or, with none, for any other channel)."""
     return handoffs.send_handoff(scope.namespace, **handoff.model_dump())
 
 
@@ -67,8 +68,12 @@ def check_handoff(
     scope: ScopeDep,
     user_id: Annotated[str, Query(min_length=1, max_length=200)],
     consume: Annotated[bool, Query(description="Read it once (the arriving session).")] = True,
+    channel: Annotated[
+        str | None, Query(max_length=200, description="Only a handoff for this channel.")
+    ] = None,
 ) -> dict[str, str] | None:
-    """The user's pending handoff, consumed unless `consume=false`; null when there is none."""
+    """The user's pending handoff (for `channel` if given), consumed unless `consume=false`;
+    null when there is none."""
     if consume:
-        return handoffs.consume_handoff(scope.namespace, user_id)
-    return handoffs.peek_handoff(scope.namespace, user_id)
+        return handoffs.consume_handoff(scope.namespace, user_id, channel)
+    return handoffs.peek_handoff(scope.namespace, user_id, channel)

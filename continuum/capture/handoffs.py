@@ -1,0 +1,58 @@
+"""Handoffs said in a turn (R5): "I'll continue on Discord", "let's pick this up in the
+voice call", "continue this in telegram later" name the channel the user moves to. Pure and
+deterministic; the ingest pipeline records what it finds (`continuum.ephemeral.handoff`).
+
+Precision over recall: a sentence announces a handoff only when it says, in the first person
+or as "let's" (or as an imperative opening the sentence or a clause: "continue … on X",
+"I have to go, talk later on Discord"), that the conversation continues,
+moves or is picked up on a known channel. Questions, conditions and hypotheticals ("if",
+"maybe", "should we …"), negations and channels that are not in `CHANNEL_WORDS` announce
+nothing, and neither does a sentence naming the channel the turn is already on.
+"""
+
+from __future__ import annotations
+
+import re
+
+# The words a person uses for a channel → the channel's name in Continuum.
+CHANNEL_WORDS: dict[str, str] = {
+    "discord": "discord",
+    "telegram": "telegram",
+    "slack": "slack",
+    "whatsapp": "whatsapp",
+    "signal": "signal",
+    "voice": "voice",
+    "voice call": "voice",
+    "voice chat": "voice",
+    "claude code": "claude-code",
+}
+
+_WHO = r"(?:i'?ll|i will|i'?m going to|i am going to|i'?m gonna|let'?s|let us|we'?ll|we will)"
+# "continue … on X"; "switch … to X" (only moving verbs take "to": "talk to X" is no move).
+_ON = (
+    r"(?:continue|carry on|keep going|resume|pick (?:this|it|that|things) (?:back )?up"
+    r"|finish|take (?:this|it|that)|talk|chat)\b[\w' ]{0,30}?\b(?:on|in|over|via)"
+)
+_TO = r"(?:move|switch|head over|jump over)\b[\w' ]{0,30}?\bto"
+_CHANNEL = "|".join(sorted((re.escape(word) for word in CHANNEL_WORDS), key=len, reverse=True))
+_ANNOUNCE = re.compile(
+    rf"(?:^|[,;]\s*|\b{_WHO}\s+(?:just\s+|then\s+)?)(?:{_ON}|{_TO})"
+    rf"\s+(?:the\s+|my\s+|our\s+)?(?P<channel>{_CHANNEL})\b"
+)
+_HEDGED = re.compile(
+    r"\b(?:if|unless|maybe|perhaps|might|could|would|should|whether|not|never|no)\b|n't\b"
+)
+_SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
+
+
+def handoff_target(content: str, channel: str) -> str | None:
+    """The channel a turn on `channel` says the conversation moves to, or None."""
+    here = channel.split(":", 1)[0].lower()
+    for match in _SENTENCE.finditer(content.replace("’", "'")):
+        sentence = match.group().strip().lower()
+        if sentence.endswith("?") or _HEDGED.search(sentence):
+            continue
+        found = _ANNOUNCE.search(sentence)
+        if found is not None and CHANNEL_WORDS[found["channel"]] != here:
+            return CHANNEL_WORDS[found["channel"]]
+    return None
