@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from continuum.contract.queues import ALL_QUEUES
-from continuum.processes import spawn, stop
+from continuum.contract.queues import ALL_QUEUES, EMBED
+from continuum.processes import WORKER_GROUPS, spawn, stop, worker_argv
+from tests.support import embedding_writes
 from tests.support.worker_processes import FAULT_QUEUE
 
 
@@ -32,21 +33,65 @@ def _empty_broker(servers: dict[str, str]) -> None:
 
 
 @pytest.fixture
-def start_worker(servers: Any, tmp_path: Path) -> Iterator[Callable[..., subprocess.Popen[bytes]]]:
-    """Start `celery -A workers worker` processes; all are stopped after the test."""
+def embeddings(request: pytest.FixtureRequest, servers: Any, settings_env: Any) -> Iterator[bool]:
+    """Whether this scenario runs with the real embedding model (parametrize it indirectly
+    with True; default off: no model loading to skew timings). Worker processes inherit the
+    environment. On, every committed write of a vector is recorded (`embedding_writes`)."""
+    on = bool(getattr(request, "param", False))
+    settings_env(embedding_provider="local" if on else "none")
+    if not on:
+        yield False
+        return
+    embedding_writes.install()
+    yield True
+    embedding_writes.uninstall()  # after the workers stop: `start_worker` depends on this
+
+
+@pytest.fixture
+def spawned(tmp_path: Path) -> Iterator[Callable[[list[str], str], subprocess.Popen[bytes]]]:
+    """Spawn worker processes (log in `tmp_path`); all are stopped after the test."""
     started: list[subprocess.Popen[bytes]] = []
 
-    def start(name: str = "w1", concurrency: int = 2) -> subprocess.Popen[bytes]:
-        argv = [sys.executable, "-m", "celery", "-A", "workers", "worker",
-                "-Q", ",".join((*ALL_QUEUES, FAULT_QUEUE)), "-P", "prefork",
-                "-c", str(concurrency), "-n", f"{name}@%h", "--include", "tests.support.tasks",
-                "--loglevel", "INFO", "--without-gossip", "--without-mingle"]  # fmt: skip
+    def run(argv: list[str], name: str) -> subprocess.Popen[bytes]:
         proc = spawn(argv, tmp_path / f"{name}.log")
         started.append(proc)
         return proc
 
-    yield start
+    yield run
     for proc in started:
         stop(proc, timeout=20)
     for log in tmp_path.glob("*.log"):
         sys.stderr.write(f"--- {log.name} (tail) ---\n{log.read_text()[-3000:]}\n")
+
+
+@pytest.fixture
+def start_worker(
+    servers: Any, embeddings: bool, spawned: Callable[[list[str], str], subprocess.Popen[bytes]]
+) -> Callable[..., subprocess.Popen[bytes]]:
+    """Start `celery -A workers worker` processes on every queue (but `embed` when embeddings
+    are on: `start_embed_worker` runs that group)."""
+    queues = [queue for queue in (*ALL_QUEUES, FAULT_QUEUE) if not (embeddings and queue == EMBED)]
+
+    def start(name: str = "w1", concurrency: int = 2) -> subprocess.Popen[bytes]:
+        argv = [sys.executable, "-m", "celery", "-A", "workers", "worker",
+                "-Q", ",".join(queues), "-P", "prefork",
+                "-c", str(concurrency), "-n", f"{name}@%h", "--include", "tests.support.tasks",
+                "--loglevel", "INFO", "--without-gossip", "--without-mingle"]  # fmt: skip
+        return spawned(argv, name)
+
+    return start
+
+
+@pytest.fixture
+def start_embed_worker(
+    servers: Any, embeddings: bool, spawned: Callable[[list[str], str], subprocess.Popen[bytes]]
+) -> Callable[[str], subprocess.Popen[bytes]]:
+    """Start the `embed` worker group as `continuum worker` (no -Q) starts it: the same
+    command line, its queue and fixed concurrency."""
+    group, queues, concurrency = next(group for group in WORKER_GROUPS if group[1] == (EMBED,))
+
+    def start(name: str = group) -> subprocess.Popen[bytes]:
+        assert embeddings, "with embeddings off an embed worker has nothing to do"
+        return spawned(worker_argv(list(queues), concurrency, hostname=f"{name}@%h"), name)
+
+    return start

@@ -19,8 +19,10 @@ from sqlalchemy import text
 
 from continuum.contract.client import MemoryClient
 from continuum.dev.embedded import EmbeddedServers
+from continuum.pipeline.outbox import pending_counts
 from continuum.redis_client import get_redis
 from continuum.store.engine import session_scope
+from tests.support import embedding_writes
 from tests.support.events import turn
 from tests.support.paths import TEST_HOME
 from tests.support.wait import wait_for
@@ -30,16 +32,36 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(autouse=True)
-def _lean_workers(settings_env: Any) -> None:
-    # Worker processes inherit the environment: no model loading to skew timings.
-    settings_env(embedding_provider="none")
+def _lean_workers(embeddings: bool) -> None:
+    """Embeddings off (no model loading to skew timings) unless a scenario parametrizes
+    `embeddings` on: then an `embed` worker group runs beside the others, as in production."""
+
+
+# The scenarios that also run with the real embedding model and its own worker group.
+WITH_AND_WITHOUT_EMBEDDINGS = pytest.mark.parametrize(
+    "embeddings", [False, True], indirect=True, ids=["embeddings-off", "embeddings-on"]
+)
+
+
+# The rows of a scenario's own events: their sessions (memories) and message ids (messages).
+WHERE = "WHERE namespace = 'pearl' AND session_id = ANY(:sessions)"
+
+EMBEDDED_ROWS = {"messages": f"{WHERE} AND message_id = ANY(:messages)", "memories": WHERE}
+
+
+def rows_of(events: list[dict[str, Any]]) -> dict[str, list[str]]:
+    return {
+        "events": sorted({event["event_id"] for event in events}),
+        "messages": sorted({event["message_id"] for event in events}),
+        "sessions": sorted({event["session_id"] for event in events}),
+    }
 
 
 def figures(events: list[dict[str, Any]]) -> dict[str, int]:
     """What the database holds of these events: a scenario asserts on its own event ids (and
     the message ids and sessions they carry), so a batch an earlier scenario left late in
     the broker can never skew it."""
-    where = "WHERE namespace = 'pearl' AND session_id = ANY(:sessions)"
+    where = WHERE
     with session_scope() as db:
         row = db.execute(
             text(
@@ -53,11 +75,7 @@ def figures(events: list[dict[str, Any]]) -> dict[str, int]:
                 " (SELECT count(*) - count(DISTINCT (namespace, idempotency_key)) FROM memories"
                 f"  {where}) AS duplicate_memories"
             ),
-            {
-                "events": sorted({event["event_id"] for event in events}),
-                "messages": sorted({event["message_id"] for event in events}),
-                "sessions": sorted({event["session_id"] for event in events}),
-            },
+            rows_of(events),
         ).one()
     return dict(row._mapping)
 
@@ -92,20 +110,72 @@ def assert_exactly_once(events: list[dict[str, Any]]) -> dict[str, int]:
     return found
 
 
+def embedded(events: list[dict[str, Any]]) -> dict[str, int]:
+    """Of these events' messages and memories: rows, rows with no vector yet, vectors shared
+    by two rows, rows written other than exactly once (see tests.support.embedding_writes)."""
+    return embedding_writes.embedding_figures(EMBEDDED_ROWS, rows_of(events))
+
+
+def assert_embedded_once(events: list[dict[str, Any]], timeout: float) -> None:
+    """Every stored row of these events (each event's message and its decision memory) gets
+    its vector, written exactly once, the right one; the outbox drains."""
+    started = time.monotonic()
+
+    def drained() -> dict[str, int]:  # empty (falsy) while a row waits for its vector
+        found = embedded(events)
+        return {} if found["messages_unembedded"] + found["memories_unembedded"] else found
+
+    found = wait_for(drained, timeout=timeout, interval=0.5)
+    print(f"embedded {time.monotonic() - started:.1f}s after all events were stored: {found}")
+    sent = len(events)
+    for table in ("messages", "memories"):
+        assert found[f"{table}_rows"] == sent
+        assert found[f"{table}_duplicate_vectors"] == 0
+        assert found[f"{table}_not_once"] == 0
+    assert pending_counts() == {"memories": 0, "messages": 0}
+    assert embedding_writes.mismatched_vectors(EMBEDDED_ROWS, rows_of(events)) == []
+
+
+def claim_open() -> bool:
+    """Whether an embed worker is inside an outbox claim with vectors written but not yet
+    committed: its open transaction's last statement wrote a batch of them."""
+    with session_scope() as db:
+        return bool(
+            db.scalar(
+                text(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                    " AND pid <> pg_backend_pid() AND xact_start IS NOT NULL"
+                    " AND query LIKE '%SET embedding = v.e%'"
+                )
+            )
+        )
+
+
+@WITH_AND_WITHOUT_EMBEDDINGS
 def test_sigkilled_worker_mid_batch_loses_and_duplicates_nothing(
-    db: Any, start_worker: Any, client: MemoryClient
+    embeddings: bool, db: Any, start_worker: Any, start_embed_worker: Any, client: MemoryClient
 ) -> None:
-    events = decisions(3000, "k")
+    """With embeddings on, the embed worker is SIGKILLed too, holding a claim on the outbox
+    (rows claimed, some vectors written, uncommitted): those rows go back to the outbox."""
+    # Fewer events beside the model: it shares the 2 cores (a few hundred rows a second).
+    events = decisions(1500 if embeddings else 3000, "k")
     first = start_worker("w1")
+    embedder = start_embed_worker("embed1") if embeddings else None
     emit_batches(client, events, 25)
     wait_for(lambda: figures(events)["processed"] >= 400, timeout=60)
     kill(first)
     killed_at = time.monotonic()
     start_worker("w2")
+    if embedder is not None:  # the model loads meanwhile; then kill it inside a claim
+        wait_for(claim_open, timeout=60)
+        kill(embedder)
+        start_embed_worker("embed2")
     assert_exactly_once(events)
     recovered_s = time.monotonic() - killed_at
     print(f"all events processed {recovered_s:.1f}s after the SIGKILL")
     assert recovered_s < 30  # redelivery ≈ visibility timeout (10 s) + restore sweep (2 s)
+    if embeddings:
+        assert_embedded_once(events, timeout=90)
 
 
 def test_task_of_a_killed_worker_runs_again_within_15_seconds(
@@ -174,13 +244,29 @@ def test_redis_restart_during_ingest(db: Any, start_worker: Any, client: MemoryC
     assert_exactly_once(events)
 
 
-def test_postgres_restart_during_ingest(db: Any, start_worker: Any, client: MemoryClient) -> None:
+@WITH_AND_WITHOUT_EMBEDDINGS
+def test_postgres_restart_during_ingest(
+    embeddings: bool, db: Any, start_worker: Any, start_embed_worker: Any, client: MemoryClient
+) -> None:
     start_worker("w1")
+    if embeddings:
+        start_embed_worker()
     events = decisions(1500, "g")
-    emit_batches(client, events, 10)
-    wait_for(lambda: figures(events)["processed"] >= 200, timeout=60)
+    # With embeddings on, a first wave lets the model load; Postgres restarts while the
+    # second is ingested and the embed worker is inside a claim, vectors uncommitted.
+    first_wave = 500 if embeddings else 0
+    emit_batches(client, events[:first_wave], 10)
+    if embeddings:
+        wait_for(claim_open, timeout=60)
+    emit_batches(client, events[first_wave:], 10)
+    wait_for(lambda: figures(events)["processed"] >= first_wave + 200, timeout=60)
+    if embeddings:
+        wait_for(lambda: claim_open() and figures(events)["processed"] < len(events), timeout=30)
+        print(f"\nPostgres restarts with {figures(events)['processed']} events stored")
     EmbeddedServers(TEST_HOME).restart_postgres()
     assert_exactly_once(events)
+    if embeddings:
+        assert_embedded_once(events, timeout=90)
 
 
 def test_bounded_soak_drains_with_flat_memory(db: Any, start_worker: Any, servers: Any) -> None:
