@@ -1,5 +1,5 @@
-"""The broker watch: every worker process notices a restart of the broker's Redis within
-CONTINUUM_BROKER_CHECK_INTERVAL_S and, CONTINUUM_RESTART_GRACE_S later, one of them
+"""The broker watch: every worker (in its main process) notices a restart of the broker's
+Redis within CONTINUUM_BROKER_CHECK_INTERVAL_S and, CONTINUUM_RESTART_GRACE_S later, one of them
 re-publishes the event batches the restart lost (`continuum.pipeline.redelivery`), without
 waiting for the queue to drain or for beat's per-minute sweep.
 """
@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any
 
 import redis
-from celery.signals import worker_ready, worker_shutdown
 from sqlalchemy.exc import SQLAlchemyError
 
 from continuum.config import get_settings
@@ -19,18 +17,18 @@ from continuum.contract.client import MemoryClient
 from continuum.contract.dispatch import producer
 from continuum.pipeline import redelivery
 from continuum.redis_client import get_quick_redis
+from workers.background import background
 
 log = logging.getLogger(__name__)
-_stop = threading.Event()
 
 
-def _watch() -> None:
+def _watch(stop: threading.Event) -> None:
     settings = get_settings()
     interval = settings.broker_check_interval_s
     client = get_quick_redis(max(interval, 1.0), settings.resolved_broker_url())
     resend = MemoryClient(app=producer()).emit_many
     failing = False
-    while not _stop.wait(interval):
+    while not stop.wait(interval):
         try:
             result = redelivery.watch_broker(client, resend, settings.restart_grace_s)
         except (redis.RedisError, SQLAlchemyError) as exc:  # a server restarting: next round
@@ -43,12 +41,4 @@ def _watch() -> None:
             log.warning("broker restarted: %s", result)
 
 
-@worker_ready.connect
-def _start(**_: Any) -> None:
-    _stop.clear()
-    threading.Thread(target=_watch, name="continuum-broker-watch", daemon=True).start()
-
-
-@worker_shutdown.connect
-def _shutdown(**_: Any) -> None:
-    _stop.set()
+background("continuum-broker-watch", _watch)

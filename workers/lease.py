@@ -19,17 +19,17 @@ import weakref
 from typing import Any
 
 import redis
-from celery.signals import task_received, worker_ready, worker_shutdown
+from celery.signals import task_received
 
 from continuum.config import get_settings
 from continuum.redis_client import SyncRedis
+from workers.background import background
 
 log = logging.getLogger(__name__)
 UNACKED_INDEX_KEY = "unacked_index"
 
 _held: weakref.WeakSet[Any] = weakref.WeakSet()
 _lock = threading.Lock()
-_stop = threading.Event()
 
 
 @task_received.connect
@@ -63,23 +63,15 @@ def renew_once(client: SyncRedis) -> int:
     return int(client.zadd(UNACKED_INDEX_KEY, dict.fromkeys(tags, now), xx=True, ch=True) or 0)
 
 
-def _renew_forever() -> None:
+def _renew_forever(stop: threading.Event) -> None:
     settings = get_settings()
     interval = max(1.0, settings.visibility_timeout_s / 3)
     client: SyncRedis = redis.Redis.from_url(settings.resolved_broker_url(), socket_timeout=5)
-    while not _stop.wait(interval):
+    while not stop.wait(interval):
         try:
             renew_once(client)
         except redis.RedisError as exc:  # broker restarting: the next round retries
             log.warning("lease renewal skipped: %s", exc)
 
 
-@worker_ready.connect
-def _start(**_: Any) -> None:
-    _stop.clear()
-    threading.Thread(target=_renew_forever, name="continuum-lease", daemon=True).start()
-
-
-@worker_shutdown.connect
-def _shutdown(**_: Any) -> None:
-    _stop.set()
+background("continuum-lease", _renew_forever)

@@ -5,7 +5,6 @@ database."""
 from continuum.capture.chunking import chunk_messages
 from continuum.capture.filters import Triage, detect_sentiment, triage
 from continuum.capture.keymoments import detect_key_moments
-from continuum.capture.statements import statements
 from continuum.capture.summarize import (
     STORE_THRESHOLD,
     ChunkJudgement,
@@ -40,7 +39,6 @@ __all__ = [
     "extract_projects",
     "judge_chunk",
     "session_snapshot",
-    "statements",
     "summarize_session",
     "topic_slug",
     "triage",

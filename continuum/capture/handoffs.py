@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import re
 
+from continuum.domain.text import channel_family, split_sentences
+
 # The words a person uses for a channel → the channel's name in Continuum.
 CHANNEL_WORDS: dict[str, str] = {
     "discord": "discord",
@@ -42,14 +44,13 @@ _ANNOUNCE = re.compile(
 _HEDGED = re.compile(
     r"\b(?:if|unless|maybe|perhaps|might|could|would|should|whether|not|never|no)\b|n't\b"
 )
-_SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
 
 
 def handoff_target(content: str, channel: str) -> str | None:
     """The channel a turn on `channel` says the conversation moves to, or None."""
-    here = channel.split(":", 1)[0].lower()
-    for match in _SENTENCE.finditer(content.replace("’", "'")):
-        sentence = match.group().strip().lower()
+    here = channel_family(channel)
+    for said in split_sentences(content.replace("’", "'")):
+        sentence = said.lower()
         if sentence.endswith("?") or _HEDGED.search(sentence):
             continue
         found = _ANNOUNCE.search(sentence)

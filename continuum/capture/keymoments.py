@@ -16,6 +16,7 @@ from continuum.capture.due import resolve_due
 from continuum.capture.filters import detect_sentiment, short_signal, triage
 from continuum.capture.rules import ASSISTANT_RULES, USER_RULES
 from continuum.capture.rules.clauses import Moment, is_question, lead_stripped
+from continuum.capture.statements import statements
 from continuum.capture.topics import extract_people, extract_projects, topic_slug
 from continuum.domain.kinds import MemoryKind, kind_names
 from continuum.domain.memory import (
@@ -161,8 +162,11 @@ def detect_key_moments(
     *,
     previous: CaptureTurn | None = None,
     max_writes: int = DEFAULT_MAX_WRITES,
+    with_statements: bool = False,
 ) -> list[MemoryCandidate]:
-    """Memories worth keeping from one turn, most important first, at most `max_writes`.
+    """Memories worth keeping from one turn, most important first, at most `max_writes`;
+    with `with_statements`, its statements after them (`continuum.capture.statements`,
+    from the same triage of the turn).
 
     `previous` is the turn before this one in the same session; it lets an acknowledgment
     name what was agreed to and an assistant's "I don't know" mark the user's question
@@ -188,15 +192,20 @@ def detect_key_moments(
         found += [short] if short else []
     if name and turn.role == "user":  # what a named person said is about them, not "User"
         found = [_named(candidate, name) for candidate in found]
-    return _rank(found, max_writes)
+    said = statements(turn, checked.prose, name) if with_statements else []
+    return _rank(found, max_writes) + said
 
 
-_USER = re.compile(r"\b(?:[Tt]he )?[Uu]ser\b")
+_SUBJECT = re.compile(r"^User\b")  # how every capture rule opens a moment about the user
+_THE_USER = re.compile(r"\bthe user\b")  # as `third_person` retells a later clause
 
 
 def _named(candidate: MemoryCandidate, name: str) -> MemoryCandidate:
-    """The candidate with its speaker's name where capture wrote "User"."""
-    content = clip(_USER.sub(name, candidate.content), MAX_CONTENT_CHARS)
+    """The candidate with its speaker's name where capture wrote "User" or "the user",
+    never inside a quotation of what was said."""
+    parts = _SUBJECT.sub(name, candidate.content, count=1).split('"')
+    parts[::2] = [_THE_USER.sub(name, part) for part in parts[::2]]
+    content = clip('"'.join(parts), MAX_CONTENT_CHARS)
     return candidate.model_copy(update={"content": content})
 
 

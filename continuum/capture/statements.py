@@ -17,28 +17,20 @@ gives none. Verbatim text: the pipeline stores no statement for a tenant in priv
 
 from __future__ import annotations
 
-from continuum.capture.filters import triage
 from continuum.capture.topics import topic_slug
 from continuum.domain.memory import MAX_CONTENT_CHARS, CaptureTurn, MemoryCandidate
-from continuum.domain.text import clip, speaker_of, split_sentences
+from continuum.domain.text import clip, split_sentences
 
 MIN_WORDS = 4  # a shorter sentence ("Wow, that's great!") states nothing a search needs
 IMPORTANCE = 3  # an index of what was said, below every extracted key moment
 
 
-def statements(turn: CaptureTurn, trigger: str = "turn") -> list[MemoryCandidate]:
-    """The turn's statements, in the order they were said: none for a one-sentence turn,
-    an unnamed assistant turn, or a turn capture skips (tool output, pasted text, small
-    talk)."""
-    name = speaker_of(turn.content)
+def statements(turn: CaptureTurn, prose: str, name: str | None) -> list[MemoryCandidate]:
+    """The statements of a turn capture kept (`prose`, what triage left of it, without the
+    `name` it opened with), in the order they were said: none for a one-sentence turn or
+    an unnamed assistant turn."""
     if name is None and turn.role != "user":
         return []
-    checked = triage(turn)
-    if checked.skip_reason:
-        return []
-    prose = checked.prose
-    if name and prose.startswith(f"{name}:"):
-        prose = prose[len(name) + 1 :].lstrip()
     sentences = split_sentences(prose)
     if len(sentences) < 2:
         return []
@@ -56,7 +48,6 @@ def statements(turn: CaptureTurn, trigger: str = "turn") -> list[MemoryCandidate
             confidence=0.9,  # the words as said
             provenance="user_explicit",
             source_message_ids=[turn.message_id],
-            trigger=trigger,
             details={"speaker": speaker},
         )
         for sentence in sentences

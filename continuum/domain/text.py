@@ -144,6 +144,11 @@ def split_sentences(text: str) -> list[str]:
     return [s for s in (clean(part) for part in _SENTENCE_END.split(text)) if s]
 
 
+def channel_family(channel: str) -> str:
+    """A channel's family: `discord:dm` and `Discord` are both `discord`."""
+    return channel.split(":", 1)[0].strip().lower()
+
+
 def speaker_of(content: str) -> str | None:
     """The name a turn opens with (`Caroline: …`, as a group transcript writes its turns),
     if it does."""

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 
 import redis
 
-from continuum.domain.text import clip
+from continuum.domain.text import channel_family, clip
 from continuum.ephemeral.keys import HANDOFF_TTL_S, key, opened, sealed
 from continuum.redis_client import get_redis
 
@@ -33,18 +33,14 @@ return 0
 """
 
 
-def _family(channel: str) -> str:
-    return channel.split(":", 1)[0].strip().lower()
-
-
 def is_for_channel(handoff: Handoff, channel: str | None) -> bool:
     """Whether `channel` is where the handoff arrives; None (any channel) always is."""
     if channel is None:
         return True
     target = handoff.get("to_channel") or ""
     if target:
-        return _family(channel) == _family(target)
-    return _family(channel) != _family(handoff["from_channel"])
+        return channel_family(channel) == channel_family(target)
+    return channel_family(channel) != channel_family(handoff["from_channel"])
 
 
 def send_handoff(

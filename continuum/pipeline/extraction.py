@@ -27,18 +27,11 @@ from continuum.capture.topics import topic_slug
 from continuum.config import get_settings
 from continuum.contract.events import PreCompactionEvent
 from continuum.domain.memory import CaptureTurn, MemoryCandidate
-from continuum.ephemeral.turns import stored_keys
 from continuum.inference.llm import LLMBadOutput, LLMOverBudget, OpenAICompatibleLLM
 from continuum.inference.prompts import chunk, takeaways
 from continuum.inference.prompts.base import numbered_lines
 from continuum.memory.writer import WriteScope, store_candidates
-from continuum.pipeline.sessions import (
-    captured_sources,
-    compaction_turns,
-    existing_keys,
-    key_moments,
-    session_turns,
-)
+from continuum.pipeline.sessions import compaction_turns, key_moments, not_stored, session_turns
 from continuum.pipeline.turns import from_message
 from continuum.store.engine import session_scope
 from continuum.store.models import Message, Session
@@ -128,30 +121,6 @@ def llm_candidates(
     return cited_candidates(verdict.memories, turns, "llm_chunk", details)
 
 
-def _not_stored(
-    namespace: str, session_id: str, candidates: list[MemoryCandidate], live: bool = True
-) -> list[MemoryCandidate]:
-    """The LLM's candidates whose key no active memory has (nor an earlier candidate), and,
-    for a live session, that capture has not stored during it (the same kind from the same
-    message, or a key the session stored: capture, a dump, a memory tool)."""
-    with session_scope() as db:
-        taken = existing_keys(db, namespace, {c.key.lower() for c in candidates if c.key})
-        captured = captured_sources(db, namespace, session_id) if live else set()
-    if live:
-        taken |= stored_keys(namespace, session_id)
-    fresh = []
-    for candidate in candidates:
-        key = candidate.key.lower() if candidate.key else None
-        if key in taken or any(
-            (candidate.kind, m) in captured for m in candidate.source_message_ids
-        ):
-            continue
-        if key:
-            taken.add(key)
-        fresh.append(candidate)
-    return fresh
-
-
 def _no_answer_status(exc: LLMBadOutput | LLMOverBudget) -> str:
     """The `llm_status` of a chunk whose LLM gave nothing to store."""
     return "over_budget" if isinstance(exc, LLMOverBudget) else "bad_output"
@@ -186,7 +155,8 @@ def extract_chunk(
     except (LLMBadOutput, LLMOverBudget) as exc:
         result.llm_status = _no_answer_status(exc)
         return result
-    fresh = _not_stored(namespace, session_id, from_llm, live)
+    with session_scope() as db:
+        fresh = not_stored(db, namespace, session_id, from_llm, live)
     result.already_captured = len(from_llm) - len(fresh)
     from_llm = fresh
     if not from_llm:
@@ -219,7 +189,8 @@ def compaction_takeaways(
         return result
     trigger = f"pre_compaction_llm:{event.compaction_id}"
     found = cited_candidates(answer.takeaways, turns, trigger)
-    fresh = _not_stored(event.namespace, event.session_id, found)
+    with session_scope() as db:
+        fresh = not_stored(db, event.namespace, event.session_id, found)
     result.already_captured = len(found) - len(fresh)
     ctx = WriteScope(event.namespace, event.session_id, event.user_id, event.channel, event.ts)
     with session_scope() as db:

@@ -27,7 +27,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import DataError
 from sqlalchemy.orm import Session as DbSession
 
-from continuum.capture import detect_key_moments, extract_entities, statements, topic_slug
+from continuum.capture import detect_key_moments, extract_entities, topic_slug
 from continuum.capture.handoffs import handoff_target
 from continuum.config import get_settings
 from continuum.contract.events import (
@@ -218,8 +218,8 @@ def _capture(db: DbSession, events: list[TurnEvent]) -> list[tuple[WriteScope, M
         if current is None:
             continue
         ctx = WriteScope(event.namespace, event.session_id, event.user_id, event.channel, event.ts)
-        found = detect_key_moments(current, previous=previous[session])
-        found += [] if settings.is_private(event.namespace) else statements(current)
+        said = not settings.is_private(event.namespace)
+        found = detect_key_moments(current, previous=previous[session], with_statements=said)
         items += [(ctx, candidate) for candidate in found]
         previous[session] = current
     return items

@@ -26,12 +26,12 @@ from sqlalchemy import select, tuple_
 from continuum.contract import ledger
 from continuum.contract.queues import EVENTS
 from continuum.redis_client import SyncRedis
+from continuum.store.broker import UNACKED_KEY, queue_keys
 from continuum.store.engine import session_scope
 from continuum.store.models import DeadLetter, ProcessedEvent
 
 Resend = Callable[[list[Any]], Any]
 BROKER_STATE = "continuum:broker"  # hash: run_id last seen, restarted_at of a pending recovery
-UNACKED = "unacked"  # kombu's hash of delivered, unacknowledged messages (its default name)
 SCAN_CHUNK = 500
 
 # The run id is compared and replaced in one step, so of all the workers that see a restart
@@ -83,10 +83,6 @@ def _unfinished(batch_id: str, payloads: list[Any]) -> list[Any]:
     return [payload for key, payload in keys.items() if key not in done] + unkeyed
 
 
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
 def _redeliver(client: SyncRedis, batch_id: str, resend: Resend, result: SweepResult) -> None:
     """Publish again what of the batch is unfinished (as a new batch), then settle it."""
     raw = client.hget(ledger.ENTRIES, batch_id)
@@ -107,7 +103,7 @@ def sweep(client: SyncRedis, resend: Resend, grace_s: float, queue: str = EVENTS
         result.skipped_busy = True
         return result
     for raw_id in client.zrangebyscore(ledger.INDEX, "-inf", time.time() - grace_s):
-        _redeliver(client, _text(raw_id), resend, result)
+        _redeliver(client, raw_id, resend, result)
     return result
 
 
@@ -131,18 +127,20 @@ def _task_id(message: Any) -> str | None:
 
 
 def _queued_ids(client: SyncRedis, queue: str) -> Iterator[str | None]:
-    # Read from the head in chunks: a publish (LPUSH) only shifts what is left to read to
-    # higher indexes and a consumer takes from the tail, so no message present throughout is
-    # skipped (one taken meanwhile is in the unacked hash, read after this).
-    start = 0
-    while chunk := client.lrange(queue, start, start + SCAN_CHUNK - 1):
-        for raw in chunk:
-            yield _task_id(json.loads(raw))
-        start += SCAN_CHUNK
+    # Read each of the queue's lists (one per priority step) from the head in chunks: a
+    # publish (LPUSH) only shifts what is left to read to higher indexes and a consumer takes
+    # from the tail, so no message present throughout is skipped (one taken meanwhile is in
+    # the unacked hash, read after this).
+    for name in queue_keys(queue):
+        start = 0
+        while chunk := client.lrange(name, start, start + SCAN_CHUNK - 1):
+            for raw in chunk:
+                yield _task_id(json.loads(raw))
+            start += SCAN_CHUNK
 
 
 def _held_ids(client: SyncRedis) -> Iterator[str | None]:
-    for _, raw in client.hscan_iter(UNACKED, count=SCAN_CHUNK):
+    for _, raw in client.hscan_iter(UNACKED_KEY, count=SCAN_CHUNK):
         yield _task_id(json.loads(raw)[0])  # kombu stores [message, exchange, routing key]
 
 
@@ -153,7 +151,7 @@ def redeliver_lost(
     neither in `queue` nor held unacked by a worker: taken off the queue and lost. One a
     worker touches or settles meanwhile is left to it."""
     result = SweepResult()
-    candidates = [_text(raw) for raw in client.zrangebyscore(ledger.INDEX, "-inf", f"({before}")]
+    candidates = client.zrangebyscore(ledger.INDEX, "-inf", f"({before}")
     if not candidates:
         return result
     present = {*_queued_ids(client, queue), *_held_ids(client)}

@@ -18,7 +18,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session as DbSession
 
-from continuum.capture import detect_key_moments, session_snapshot, statements, summarize_session
+from continuum.capture import detect_key_moments, session_snapshot, summarize_session
 from continuum.capture.topics import Vocabulary, topic_tags
 from continuum.config import get_settings
 from continuum.contract.events import ChatMessage, PreCompactionEvent, SessionEndEvent
@@ -155,9 +155,8 @@ def key_moments(
     for turn in turns:
         found += [
             c.model_copy(update={"trigger": trigger})
-            for c in detect_key_moments(turn, previous=previous)
+            for c in detect_key_moments(turn, previous=previous, with_statements=said)
         ]
-        found += statements(turn, trigger) if said else []
         previous = turn
     return found
 
@@ -257,6 +256,33 @@ def existing_keys(db: DbSession, namespace: str, keys: set[str]) -> set[str]:
     return set(rows)
 
 
+def not_stored(
+    db: DbSession,
+    namespace: str,
+    session_id: str,
+    candidates: list[MemoryCandidate],
+    live: bool = True,
+) -> list[MemoryCandidate]:
+    """The candidates whose key no active memory has (nor an earlier candidate), and, for a
+    live session, that the session has not stored already (the same kind from the same
+    message, or a key it stored: capture, a dump, a memory tool)."""
+    taken = existing_keys(db, namespace, {c.key.lower() for c in candidates if c.key})
+    captured = captured_sources(db, namespace, session_id) if live else set()
+    if live:
+        taken |= stored_keys(namespace, session_id)
+    fresh = []
+    for candidate in candidates:
+        key = candidate.key.lower() if candidate.key else None
+        if key in taken or any(
+            (candidate.kind, m) in captured for m in candidate.source_message_ids
+        ):
+            continue
+        if key:
+            taken.add(key)
+        fresh.append(candidate)
+    return fresh
+
+
 def captured_sources(db: DbSession, namespace: str, session_id: str) -> set[tuple[str, str]]:
     """(kind, source message id) of every memory already captured from this session."""
     rows = db.execute(
@@ -313,15 +339,8 @@ def _write_session(
         db, [(ctx, _summary_candidate(summary, [t.message_id for t in turns]))]
     )
     # R45: never update existing memories here; skip keys that exist or were stored live.
-    taken = stored_keys(end.namespace, end.session_id)
-    captured = captured_sources(db, end.namespace, end.session_id)
-    candidates = [
-        c
-        for c in key_moments(turns, "session_end", end.namespace)
-        if not any((c.kind, m) in captured for m in c.source_message_ids)
-    ]
-    taken |= existing_keys(db, end.namespace, {c.key.lower() for c in candidates if c.key})
-    fresh = [c for c in candidates if not c.key or c.key.lower() not in taken]
+    candidates = key_moments(turns, "session_end", end.namespace)
+    fresh = not_stored(db, end.namespace, end.session_id, candidates)
     memory_ids = store_candidates(db, [(ctx, c) for c in fresh])
     line = summary.summary.split(". ")[0].rstrip(".")
     return SessionEndResult(

@@ -25,6 +25,11 @@ from continuum.recall.scope import SearchFilters, where_sql
 TURN_INDEX_KINDS = frozenset(kind_names(lambda spec: spec.indexes_turn))
 
 
+def _indexes_turn(source: Source, kind: str) -> bool:
+    """Whether a row is a memory standing for its turn (a statement), not a hit of its own."""
+    return source == "memory" and kind in TURN_INDEX_KINDS
+
+
 @dataclass(frozen=True)
 class FusionWeights:
     """Weights of score fusion: score = Σ source × channel × the hit's normalized signal in
@@ -119,7 +124,7 @@ class Fusion:
         its own signal places it among them (at most as much as the best turn)."""
         vector = channel.startswith("vector")
         values = [1 - signal if vector else signal for _, _, signal in ranked]
-        said = [source == "message" or row.kind in TURN_INDEX_KINDS for source, row, _ in ranked]
+        said = [source == "message" or _indexes_turn(source, row.kind) for source, row, _ in ranked]
         scale = [value for value, turn in zip(values, said, strict=True) if turn] or values
         top = max(scale, default=0.0)
         floor = min(scale, default=0.0) if vector else 0.0
@@ -147,7 +152,7 @@ class Fusion:
         for hit in self.hits.values():
             if hit.source != "memory" or hit.kind in DIGEST_KINDS or not hit.session_id:
                 continue
-            index = hit.kind in TURN_INDEX_KINDS
+            index = _indexes_turn(hit.source, hit.kind)
             lift = (
                 (hit.score * self.weights.statement, "statement", hit.content)
                 if index
@@ -203,10 +208,10 @@ class Fusion:
             best[turn.session_id] = max(best.get(turn.session_id, 0.0), matched[turn.id])
         for turn in turns:
             turn.score += self.weights.session * best[turn.session_id]
-            if speaker_of(turn.content) in self.named:
+            if self.named and speaker_of(turn.content) in self.named:
                 turn.score *= 1 + self.weights.speaker
                 turn.parts["speaker"] = self.weights.speaker
-        shown = [h for h in self.hits.values() if h.kind not in TURN_INDEX_KINDS]
+        shown = [h for h in self.hits.values() if not _indexes_turn(h.source, h.kind)]
         ordered = sorted(shown, key=lambda h: (-h.score, -h.created_at.timestamp(), h.id))
         for hit in ordered:
             if hit.source == "memory" and hit.kind in DIGEST_KINDS:

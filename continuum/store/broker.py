@@ -16,6 +16,7 @@ from continuum.contract.queues import ALL_QUEUES
 from continuum.redis_client import get_quick_redis
 
 TIMEOUT_S = 2.0
+UNACKED_KEY = Channel.unacked_key  # kombu's hash of delivered, unacknowledged messages
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,7 @@ def broker_state(timeout_s: float = TIMEOUT_S) -> BrokerState:
         for queue in ALL_QUEUES:
             for key in queue_keys(queue):
                 pipe.llen(key)
-        pipe.hlen(Channel.unacked_key)
+        pipe.hlen(UNACKED_KEY)
         *lengths, unacked = pipe.execute()
     steps = len(PRIORITY_STEPS)
     depths = {

@@ -585,5 +585,9 @@ def test_a_named_speakers_key_moments_carry_their_name() -> None:
     assert [c.content for c in detect_key_moments(said)] == [
         "John loves hiking in the mountains with their dog"
     ]  # not "User loves …", and no "John:" inside the memory
+    quoted = said.model_copy(update={"content": "John: Love it, the user guide is great!"})
+    assert [c.content for c in detect_key_moments(quoted)] == [
+        'John sounded positive: "Love it, the user guide is great!"'
+    ]  # his words are quoted as he said them
     plain = said.model_copy(update={"content": "I love hiking in the mountains."})
     assert [c.content for c in detect_key_moments(plain)] == ["User loves hiking in the mountains"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from continuum.capture import statements
+from continuum.capture import MemoryCandidate, detect_key_moments
 from continuum.domain.memory import CaptureTurn
 
 NOW = datetime(2026, 11, 24, 9, 30, tzinfo=UTC)
@@ -17,20 +17,26 @@ def turn(content: str, role: str = "user", source: str = "user") -> CaptureTurn:
                        session_id="s1", source=source)  # fmt: skip
 
 
+def statements(turn: CaptureTurn) -> list[MemoryCandidate]:
+    """The turn's statements, as capture finds them beside its key moments."""
+    found = detect_key_moments(turn, with_statements=True)
+    return [candidate for candidate in found if candidate.kind == "statement"]
+
+
 def test_a_named_speakers_sentences_become_statements_citing_the_turn() -> None:
     said = turn(
         "Melanie: It was an awesome time, Caroline! Wow! We went on a hike. "
         "Did you ever go camping? The 2 younger kids love nature.",
         role="assistant",  # a group transcript's second person is no assistant
     )
-    found = statements(said, "chunk")
+    found = statements(said)
     assert [c.content for c in found] == [
         "Melanie: It was an awesome time, Caroline!",
         "Melanie: We went on a hike.",
         "Melanie: The 2 younger kids love nature.",
     ]  # "Wow!" states nothing, the question asks
     assert {(c.kind, tuple(c.source_message_ids), c.trigger) for c in found} == {
-        ("statement", ("m7",), "chunk")
+        ("statement", ("m7",), "turn")
     }
     assert all(c.importance == 3 and c.details == {"speaker": "Melanie"} for c in found)
 

@@ -18,6 +18,7 @@ from continuum.contract.client import MemoryClient
 from continuum.contract.queues import EVENTS, INGEST_EVENTS
 from continuum.pipeline import redelivery
 from continuum.redis_client import SyncRedis, get_broker_redis, get_redis
+from continuum.store.broker import UNACKED_KEY
 from tests.support.events import turn
 from tests.support.wait import wait_for
 
@@ -64,7 +65,7 @@ def test_only_lost_batches_are_resent_after_the_grace(db: Any, broker: Any) -> N
     take(client)  # Redis went down before kombu recorded it as unacked
     held_id, _ = publish(producer, client, "held")
     message = take(client)
-    client.hset(redelivery.UNACKED, "tag-1", json.dumps([message, "", EVENTS]))  # kombu's record
+    client.hset(UNACKED_KEY, "tag-1", json.dumps([message, "", EVENTS]))  # kombu's record
     started_id, _ = publish(producer, client, "started")
     take(client)
     publish(producer, client, "queued")  # behind a backlog: still queued
