@@ -3,7 +3,6 @@ against a real uvicorn server on 127.0.0.1 and the real embedded servers."""
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -11,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.support.net import free_port
 
 CHROMIUM = Path("/usr/bin/chromium")
 # As root Chromium needs --no-sandbox; the rest keep it off this machine's closed network.
@@ -25,12 +26,6 @@ CHROMIUM_ARGS = [
 ]
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def live_server(servers: dict[str, str]) -> Iterator[str]:
     """The API and Mission Control served by uvicorn in a thread; yields the base URL."""
@@ -38,7 +33,7 @@ def live_server(servers: dict[str, str]) -> Iterator[str]:
 
     from continuum.api import create_app
 
-    port = _free_port()
+    port = free_port()
     server = uvicorn.Server(
         uvicorn.Config(create_app(), host="127.0.0.1", port=port, log_level="warning")
     )

@@ -98,7 +98,6 @@ def test_api_worker_connections_send_without_delay() -> None:
 def test_a_token_in_the_query_string_never_reaches_the_access_log(db: Any, tmp_path: Any) -> None:
     """`continuum api` logs every request line; a token a client put in the query string
     (`?token=`) is written there as [redacted] (it was written whole)."""
-    import socket
     import sys
     from pathlib import Path
 
@@ -106,18 +105,17 @@ def test_a_token_in_the_query_string_never_reaches_the_access_log(db: Any, tmp_p
 
     from continuum.processes import spawn, stop
     from continuum.security.tokens import create_token
+    from tests.support.net import answers, free_port
     from tests.support.wait import wait_for
 
     token, _ = create_token(["pearl"])
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     log = tmp_path / "api.log"
     continuum = str(Path(sys.executable).parent / "continuum")
     server = spawn([continuum, "api", "--port", str(port), "--workers", "1"], log)
     base = f"http://127.0.0.1:{port}"
     try:
-        wait_for(lambda: _answers(f"{base}/v1/me"), timeout=60, interval=0.2)
+        wait_for(lambda: answers(f"{base}/v1/me"), timeout=60, interval=0.2)
         refused = httpx.get(f"{base}/v1/me?token={token}&instance=pearl")
         assert refused.status_code == 401
         assert httpx.get(f"{base}/v1/me", headers={"Authorization": f"Bearer {token}"}).is_success
@@ -127,12 +125,3 @@ def test_a_token_in_the_query_string_never_reaches_the_access_log(db: Any, tmp_p
     written = log.read_text()
     assert token not in written and token.removeprefix("ctm_") not in written
     assert "/v1/me?token=[redacted]&instance=pearl" in written
-
-
-def _answers(url: str) -> bool:
-    import httpx
-
-    try:
-        return httpx.get(url).status_code == 401
-    except httpx.TransportError:
-        return False

@@ -23,6 +23,7 @@ from continuum.processes import (
     stop,
     worker_argv,
 )
+from tests.support.net import answers, free_port
 from tests.support.wait import wait_for
 
 runner = CliRunner()
@@ -43,7 +44,7 @@ def test_a_worker_on_events_and_the_llm_queue_warns_as_it_starts(
     servers: dict[str, str], tmp_path: Path
 ) -> None:
     """One pool for ingestion and LLM calls lets a failing, hanging LLM hold back events
-    (267 s in a probe): `continuum worker -Q events,extract,...` says so in its log."""
+    (minutes): `continuum worker -Q events,extract,...` says so in its log."""
     assert shared_ingest_warning(list(ALL_QUEUES))
     assert all(shared_ingest_warning(list(queues)) is None for _, queues, _ in WORKER_GROUPS)
     # A broker database no other worker uses: this one must not take the suite's messages.
@@ -76,7 +77,7 @@ def test_flower_listens_on_loopback_with_its_credentials_out_of_argv(
     flower = spawn(flower_argv(port), tmp_path / "flower.log", env=flower_env())
     try:
         url = f"http://127.0.0.1:{port}/"
-        wait_for(lambda: _answers(url), timeout=60)
+        wait_for(lambda: answers(url), timeout=60)
         assert httpx.get(url).status_code == 401
         assert httpx.get(url, auth=("admin", "s3cret-pass")).status_code == 200
         cmdline = Path(f"/proc/{flower.pid}/cmdline").read_bytes()
@@ -87,22 +88,6 @@ def test_flower_listens_on_loopback_with_its_credentials_out_of_argv(
                 httpx.get(f"http://{other}:{port}/", timeout=2)
     finally:
         stop(flower)
-
-
-def _answers(url: str) -> bool:
-    import httpx
-
-    try:
-        httpx.get(url, timeout=1)
-    except httpx.HTTPError:
-        return False
-    return True
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def outward_address() -> str | None:

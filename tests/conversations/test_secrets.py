@@ -17,7 +17,7 @@ from continuum.memory.writer import WriteScope, store_memories
 from continuum.store import metrics
 from continuum.store.engine import session_scope
 from continuum.store.models import Memory, Message
-from tests.conversations.test_writer import FACTS, rows
+from tests.support.message_rows import FACTS, rows
 
 PEM = (
     "-----BEGIN RSA PRIVATE KEY-----\n"

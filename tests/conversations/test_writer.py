@@ -7,7 +7,7 @@ path without losing or doubling a row."""
 from __future__ import annotations
 
 import threading
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -22,31 +22,13 @@ from continuum.conversations.writer import (
 )
 from continuum.store.engine import session_scope
 from continuum.store.models import Message, Session
-from continuum.sync.rows import message_rows
-from continuum.transcripts import TranscriptMessage
+from tests.support.message_rows import FACTS, T0, rows
 from tests.support.wait import wait_for, waiting_on_a_lock
-
-T0 = datetime(2026, 2, 26, 22, 0, tzinfo=UTC)
-FACTS = SessionFacts(namespace="default", session_id="s1", source="openclaw")
 
 
 def insert_messages(db: Any, batch: list[MessageRow]) -> list[InsertedMessage]:
     """The transcript door: COPY, no session row."""
     return write(db, [], batch, copy=True)
-
-
-def rows(*ids: str) -> list[MessageRow]:
-    messages = [
-        TranscriptMessage(
-            message_id=message_id,
-            parent_id=None,
-            role="user",
-            content=f"message {message_id}",
-            created_at=T0 + timedelta(minutes=int(message_id[1:])),
-        )
-        for message_id in ids
-    ]
-    return message_rows(FACTS, messages, {})
 
 
 def stored_ids() -> list[str]:

@@ -10,7 +10,7 @@ import pytest
 from continuum.dev.embedded import SERVER_NAMES, EmbeddedServers
 from tests.support.paths import TEST_HOME
 
-pytestmark = pytest.mark.slow  # three server starts, one a fresh initdb: ~35 s
+pytestmark = pytest.mark.slow  # three server starts, one a fresh initdb
 
 
 def test_a_run_stops_what_it_started_and_leaves_what_it_found() -> None:

@@ -157,7 +157,7 @@ def test_sigkilled_worker_mid_batch_loses_and_duplicates_nothing(
 ) -> None:
     """With embeddings on, the embed worker is SIGKILLed too, holding a claim on the outbox
     (rows claimed, some vectors written, uncommitted): those rows go back to the outbox."""
-    # Fewer events beside the model: it shares the 2 cores (a few hundred rows a second).
+    # Fewer events beside the model: it shares the machine's cores with the workers.
     events = decisions(1500 if embeddings else 3000, "k")
     first = start_worker("w1")
     embedder = start_embed_worker("embed1") if embeddings else None

@@ -8,6 +8,7 @@ from typing import Any
 from sqlalchemy import func, select, text
 
 from continuum.ephemeral.handoff import consume_handoff, peek_handoff
+from continuum.ephemeral.keys import key
 from continuum.pipeline.ingest import ingest_batch
 from continuum.recall.namespace_queries import (
     day_messages,
@@ -168,8 +169,10 @@ def test_a_turn_announcing_a_move_sends_a_handoff_once(db: Any) -> None:
     assert handoff is not None and handoff["from_channel"] == "voice"
     assert "drainage quote" in handoff["context_summary"]
     assert "continue on Discord" in handoff["context_summary"]
+    # sent once per event id: a redelivery that reached the send again would find it sent
+    assert get_redis().exists(key("pearl", "handoff-sent", talk[2]["event_id"]))
     assert consume_handoff("pearl", "jason", "discord") is not None
-    ingest_batch([talk[2]])  # a redelivered event sends nothing again
+    ingest_batch([talk[2]])  # a replayed event is a duplicate: nothing is sent again
     assert peek_handoff("pearl", "jason") is None
 
 

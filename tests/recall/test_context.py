@@ -4,6 +4,7 @@ sections yielding to a seed, explain output, the recall log, and topic-shift rec
 
 from __future__ import annotations
 
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -23,7 +24,7 @@ from continuum.recall.items import RecallConfig
 from continuum.recall.render import render_when
 from continuum.store.engine import session_scope
 from continuum.store.models import MemoryLog
-from tests.support.events import session_end, turn
+from tests.support.events import LONG_TURN, session_end, turn
 from tests.support.memories import NOW, add_task, remember
 
 
@@ -165,10 +166,7 @@ def test_with_a_seed_the_sections_yield_to_relevance(db: Any) -> None:
 
 
 def test_a_long_turn_shows_the_sentence_the_seed_matched(db: Any) -> None:
-    long_turn = ("The trip was long and the weather was grey most days. We visited three "
-                 "museums and ate far too much pasta. My daughter wants to study marine "
-                 "biology after school. Anyway the flights home were delayed twice.")  # fmt: skip
-    ingest_batch([turn(long_turn, session_id="trip", message_id="trip-0")])
+    ingest_batch([turn(LONG_TURN, session_id="trip", message_id="trip-0")])
     embed_pending()
     result = context("pearl", "What does my daughter want to study?", 800, user_id="jason",
                      now=NOW)  # fmt: skip
@@ -257,9 +255,19 @@ def test_a_handoff_with_no_target_shows_on_any_other_channel(garden: dict[str, i
     assert "from voice to another channel" in block
 
 
-def test_two_concurrent_blocks_never_both_show_a_handoff(garden: dict[str, int]) -> None:
+def test_two_concurrent_blocks_never_both_show_a_handoff(
+    garden: dict[str, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
     send_handoff("pearl", "jason", "voice", "discord", "Talking about the garden drainage.")
     now = datetime.now(UTC)
+    seen = threading.Barrier(4, timeout=30)
+
+    def peek_then_wait(*args: Any) -> Any:  # every block sees the handoff before any takes it
+        found = peek_handoff(*args)
+        seen.wait()
+        return found
+
+    monkeypatch.setattr("continuum.recall.context.peek_handoff", peek_then_wait)
     with ThreadPoolExecutor(4) as pool:
         blocks = list(pool.map(lambda _: context("pearl", "", 400, user_id="jason",
                                                  channel="discord", now=now).block, range(4)))  # fmt: skip

@@ -21,7 +21,7 @@ from continuum.recall.search import SearchFilters, search
 from continuum.recall.textquery import plan, query_lexemes, table_stats
 from continuum.store.engine import session_scope
 from continuum.sync.views import ensure_views
-from tests.support.events import session_end, turn
+from tests.support.events import LONG_TURN, session_end, turn
 
 NOW = datetime(2026, 11, 24, 9, 30, tzinfo=UTC)  # a Tuesday
 
@@ -202,9 +202,7 @@ def test_a_long_turn_is_found_by_the_sentence_that_answers(db: Any) -> None:
     """Each sentence of a long turn is a statement: the turn scores by its best one, and
     the statement itself is never a hit."""
     session("s1", NOW - timedelta(days=3), [
-        ("user", "The trip was long and the weather was grey most days. We visited three "
-                 "museums and ate far too much pasta. My daughter wants to study marine "
-                 "biology after school. Anyway the flights home were delayed twice."),
+        ("user", LONG_TURN),
         ("user", "Our daughter's birthday party is on Saturday."),
         ("user", "School starts again on Monday after the trip."),
     ])  # fmt: skip

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -22,6 +21,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from continuum.processes import spawn, stop
+from tests.support.net import free_port
 from tests.support.wait import wait_for
 
 TOOLS = {"remember", "memory_status", "recall", "search", "list_memories", "update_memory",
@@ -96,16 +96,10 @@ def test_stdio_tools_and_a_remember_status_recall_round_trip(db: Any, worker: An
     anyio.run(session)
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @pytest.fixture
 def http_server(servers: Any, tmp_path: Path) -> Iterator[str]:
     """`continuum mcp --http` on a free port; yields its /mcp URL."""
-    port = _free_port()
+    port = free_port()
     proc = spawn([sys.executable, "-m", "continuum.cli.main", "mcp", "--http", "--port", str(port)],
                  tmp_path / "mcp.log")  # fmt: skip
     url = f"http://127.0.0.1:{port}/mcp"

@@ -102,6 +102,6 @@ def mismatched_vectors(
                 stored = [float(x) for x in row.vector.strip("[]").split(",")]
                 dot = sum(a * b for a, b in zip(stored, vector, strict=True))
                 norms = math.sqrt(sum(a * a for a in stored) * sum(b * b for b in vector))
-                if dot / norms < 0.99:  # halfvec rounding costs about 1e-4
+                if dot / norms < 0.99:  # halfvec rounding moves a vector a little, not this much
                     wrong.append(row.id)
     return wrong

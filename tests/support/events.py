@@ -9,6 +9,14 @@ from typing import Any
 T0 = datetime(2026, 11, 21, 9, 30, tzinfo=UTC)
 
 
+# A long turn that answers one question in one of its sentences (statements, focused lines).
+LONG_TURN = (
+    "The trip was long and the weather was grey most days. We visited three museums and ate "
+    "far too much pasta. My daughter wants to study marine biology after school. Anyway the "
+    "flights home were delayed twice."
+)
+
+
 def turn(
     content: str,
     *,
