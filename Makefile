@@ -7,7 +7,7 @@ STAMP   := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install demo test test-faults test-all bench bench-million eval lint format up down clean
+.PHONY: install demo test test-faults test-all bench bench-million eval soak lint format up down clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -23,6 +23,7 @@ demo: install ## Servers up, migrate, worker, sample conversations, recall, stop
 
 test: install ## The layer contract, then the default suite (fast), against real embedded servers and workers.
 	$(BIN)/lint-imports
+	@command -v node >/dev/null && command -v npm >/dev/null || echo "node/npm not found: the TypeScript client's tests are skipped (apt-get install nodejs npm)"
 	$(BIN)/pytest -m "not slow" -q
 
 test-faults: install ## Slow fault-injection tests: killed workers, restarted servers.
@@ -36,6 +37,9 @@ bench-million: install ## Recall latency at 10k, 100k and 1M memories (~10 min, 
 
 eval: install ## Retrieval quality on the LoCoMo dev split (CONTINUUM_EVAL_LOCOMO; skipped if absent).
 	$(PY) -m bench.eval
+
+soak: install ## 30 min (CONTINUUM_SOAK_MINUTES) of mixed traffic, a fault a minute, then every check.
+	$(PY) -m bench.soak
 
 test-all: install
 	$(BIN)/pytest -q

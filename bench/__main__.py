@@ -18,6 +18,7 @@ from continuum.dev.embedded import EmbeddedServers
 SECTIONS = {  # in the order they run
     "capture": "capture_bench",
     "pipeline": "pipeline_bench",
+    "tracing": "tracing_bench",
     "sync": "sync_backfill",
     "recall": "recall_bench",
     "api": "api_bench",

@@ -165,10 +165,10 @@ def _postmaster_pid() -> int:
     return int((BENCH_HOME / "pg" / "postmaster.pid").read_text().split()[0])
 
 
-def _serve(log_dir: Path) -> tuple[Any, str]:
-    """`continuum api` on a free port with its defaults; returns (process, base URL) once it
-    answers."""
-    port = _free_port()
+def serve(log_dir: Path, port: int | None = None) -> tuple[Any, str]:
+    """`continuum api` with its defaults on `port` (default: a free one), log appended to
+    `log_dir/api.log`; returns (process, base URL) once it answers."""
+    port = port or _free_port()
     argv = [sys.executable, "-m", "continuum.cli.main", "api", "--port", str(port)]
     proc = spawn(argv, log_dir / "api.log")
     base_url = f"http://127.0.0.1:{port}"
@@ -217,7 +217,7 @@ def run(urls: dict[str, str], options: Options) -> list[Section]:
         for name, call in calls.items()
     }
     with tempfile.TemporaryDirectory() as directory:
-        proc, base_url = _serve(Path(directory))
+        proc, base_url = serve(Path(directory))
         api = Meter(psutil.Process(proc.pid))
 
         def drive(endpoint: str, clients: int, seconds: float) -> list[float]:

@@ -10,9 +10,11 @@ import json
 import math
 import os
 import re
+from datetime import UTC, datetime, tzinfo
 from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -23,6 +25,17 @@ SERVERS_FILE = "servers.json"
 
 class ConfigError(RuntimeError):
     """A setting is missing or wrong; the message says what to do."""
+
+
+def time_zone(name: str) -> ZoneInfo:
+    """The IANA time zone `name` (`Europe/Paris`, `UTC`); ValueError saying what to give."""
+    try:
+        return ZoneInfo(name.strip())
+    except (ZoneInfoNotFoundError, ValueError):  # ValueError: an empty or malformed key
+        raise ValueError(
+            f"unknown time zone {name!r}: give an IANA name such as Europe/Paris, "
+            "America/New_York or UTC"
+        ) from None
 
 
 def usable_cpus(cgroup: Path = Path("/sys/fs/cgroup")) -> int:
@@ -109,6 +122,16 @@ class Settings(BaseSettings):
     private_namespaces: Annotated[list[str], NoDecode] = Field(
         default_factory=list, description="Tenants whose raw turns are never persisted."
     )
+    confirm_tasks: bool = Field(
+        default=False,
+        description="A reminder or commitment capture finds becomes a suggested task the "
+        "runtime confirms or dismisses, not a task (all tenants).",
+    )
+    confirm_tasks_tenants: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Tenants whose reminders and commitments wait for confirmation "
+        "(comma separated); CONTINUUM_CONFIRM_TASKS covers every tenant.",
+    )
     encryption_key: SecretStr | None = Field(
         default=None, description="Key-encryption key: 64 hex characters (AES-256)."
     )
@@ -127,6 +150,26 @@ class Settings(BaseSettings):
     no_vector_tenants: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
         description="Tenants whose rows are never embedded (no vectors stored, text search only).",
+    )
+    timezone: str = Field(
+        default="UTC",
+        description="IANA time zone tenants' days are read in (day queries, time phrases, "
+        "the block's dates, daily notes), unless CONTINUUM_TENANT_TIMEZONES names theirs.",
+    )
+    tenant_timezones: Annotated[dict[str, str], NoDecode] = Field(
+        default_factory=dict,
+        description="Per-tenant time zones, e.g. `alpha=Europe/Paris,beta=America/New_York`.",
+    )
+    message_retention_days: int | None = Field(
+        default=None,
+        ge=1,
+        description="Raw messages older than this many days (event time) are deleted by the "
+        "weekly maintenance (R80); unset: kept forever.",
+    )
+    tenant_message_retention: Annotated[dict[str, int | None], NoDecode] = Field(
+        default_factory=dict,
+        description="Per-tenant message retention in days, e.g. `alpha=30,beta=365` "
+        "(`forever`: kept), over CONTINUUM_MESSAGE_RETENTION_DAYS.",
     )
     idle_ms: int = Field(default=600_000, ge=1_000, description="Idle time before a snapshot.")
     min_session_s: float = Field(default=30.0, ge=0, description="Shorter sessions: no extraction.")
@@ -174,12 +217,38 @@ class Settings(BaseSettings):
         description="How long sync waits for Redis (its run lock, the broker for capture) "
         "before it goes on without: Postgres per-source locks, no capture feed.",
     )
+    sync_watch_debounce_ms: int = Field(
+        default=500,
+        ge=10,
+        le=60_000,
+        description="`continuum sync watch`: how long a burst of writes to transcripts must "
+        "pause before the files it touched are synced.",
+    )
 
     redis_wait_s: float = Field(
         default=5.0, ge=0, description="producers, the API and the CLI: how long Redis may be away"
     )
     worker_redis_wait_s: float = Field(
         default=75.0, ge=0, description="workers: how long a task rides out a Redis outage"
+    )
+    redis_wait_replicas: int = Field(
+        default=0,
+        ge=0,
+        description="Events are accepted once this many replicas of the broker's Redis have "
+        "them (WAIT after the publish and its ledger record); 0: off, for a single Redis.",
+    )
+    redis_wait_timeout_ms: int = Field(
+        default=1000,
+        ge=1,
+        le=5000,  # well under the clients' socket timeout (10 s)
+        description="How long a producer waits for those replicas before it reports the "
+        "events not accepted.",
+    )
+    beat_lock_ttl_s: float = Field(
+        default=30.0,
+        ge=3,
+        description="The beat lock's lifetime: the beat holding it renews it every third of "
+        "this; a standby beat takes over once it lapses.",
     )
 
     hook_namespace: str = Field(
@@ -198,6 +267,15 @@ class Settings(BaseSettings):
         default=Path("../shared/eval/locomo-dev/data/locomo-dev.json"),
         description="The LoCoMo dev split `make eval` scores retrieval on (absent: skipped).",
     )
+    soak_minutes: float = Field(
+        default=30.0, gt=0, description="How long `make soak` runs (`--minutes` overrides it)."
+    )
+
+    otel: bool = Field(
+        default=False,
+        description="Traces (OpenTelemetry, the `otel` extra), exported as the standard "
+        "OTEL_* variables say; off: no OpenTelemetry code runs.",
+    )
 
     flower_user: str = "admin"
     flower_password: str | None = None
@@ -211,6 +289,7 @@ class Settings(BaseSettings):
         "encryption_old_keys",
         "encryption_tenants",
         "no_vector_tenants",
+        "confirm_tasks_tenants",
         mode="before",
     )
     @classmethod
@@ -218,6 +297,52 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             return [part.strip() for part in value.split(",") if part.strip()]
         return value
+
+    @field_validator("timezone")
+    @classmethod
+    def _check_timezone(cls, value: str) -> str:
+        try:
+            return time_zone(value).key
+        except ValueError as exc:  # a ConfigError is not wrapped by pydantic: it says it all
+            raise ConfigError(f"CONTINUUM_TIMEZONE: {exc}") from None
+
+    @field_validator("tenant_timezones", mode="before")
+    @classmethod
+    def _parse_tenant_timezones(cls, value: object) -> object:
+        """`alpha=Europe/Paris,beta=America/New_York`, each tenant and zone checked."""
+        if not isinstance(value, str):
+            return value
+        zones = {}
+        for part in filter(None, (part.strip() for part in value.split(","))):
+            tenant, _, name = (side.strip() for side in part.partition("="))
+            try:
+                if not NAMESPACE_PATTERN.fullmatch(tenant) or not name:
+                    raise ValueError(f"{part!r} is not tenant=Zone/Name")
+                zones[tenant] = time_zone(name).key
+            except ValueError as exc:
+                raise ConfigError(
+                    f"CONTINUUM_TENANT_TIMEZONES: {exc} (e.g. alpha=Europe/Paris,beta=UTC)"
+                ) from None
+        return zones
+
+    @field_validator("tenant_message_retention", mode="before")
+    @classmethod
+    def _parse_tenant_retention(cls, value: object) -> object:
+        """`alpha=30,beta=forever`: each tenant checked, each retention whole days or forever."""
+        if not isinstance(value, str):
+            return value
+        days: dict[str, int | None] = {}
+        for part in filter(None, (part.strip() for part in value.split(","))):
+            tenant, _, given = (side.strip() for side in part.partition("="))
+            if not NAMESPACE_PATTERN.fullmatch(tenant) or not (
+                (given.isdigit() and int(given) >= 1) or given.lower() == "forever"
+            ):
+                raise ConfigError(
+                    f"CONTINUUM_TENANT_MESSAGE_RETENTION: {part!r} is not tenant=days "
+                    "(whole days, at least 1, or `forever`; e.g. alpha=30,beta=365)"
+                )
+            days[tenant] = None if given.lower() == "forever" else int(given)
+        return days
 
     @property
     def servers_file(self) -> Path:
@@ -277,9 +402,39 @@ class Settings(BaseSettings):
             return False
         return not self.encryption_tenants or namespace in self.encryption_tenants
 
+    def confirms_tasks(self, namespace: str) -> bool:
+        """Whether this tenant's captured reminders and commitments wait, as suggested tasks,
+        for the runtime to confirm them (CONTINUUM_CONFIRM_TASKS, _CONFIRM_TASKS_TENANTS)."""
+        return self.confirm_tasks or namespace in self.confirm_tasks_tenants
+
     def stores_vectors(self, namespace: str) -> bool:
         """False for a tenant in no-vector mode: its rows are never embedded."""
         return namespace not in self.no_vector_tenants
+
+    def zone_for(self, namespace: str, tz: str | tzinfo | None = None) -> tzinfo:
+        """The time zone `namespace`'s days are read in: `tz` (a request's own, a name or a
+        zone) if given, else the tenant's (CONTINUUM_TENANT_TIMEZONES), else
+        CONTINUUM_TIMEZONE. An unknown name is a ValueError saying what to give."""
+        if tz is None:
+            return time_zone(self.tenant_timezones.get(namespace, self.timezone))
+        if not isinstance(tz, str):
+            return tz
+        try:
+            return time_zone(tz)
+        except ValueError as exc:
+            raise ValueError(f"tz: {exc}") from None
+
+    def local_time(
+        self, namespace: str, when: datetime | None = None, tz: str | tzinfo | None = None
+    ) -> datetime:
+        """`when` (default: now) on the wall clock of `zone_for(namespace, tz)`."""
+        return (when or datetime.now(UTC)).astimezone(self.zone_for(namespace, tz))
+
+    def message_retention(self, namespace: str) -> int | None:
+        """Days `namespace`'s raw messages are kept (R80): its own setting
+        (CONTINUUM_TENANT_MESSAGE_RETENTION), else CONTINUUM_MESSAGE_RETENTION_DAYS; None:
+        forever."""
+        return self.tenant_message_retention.get(namespace, self.message_retention_days)
 
     def check_namespace(self, namespace: str) -> None:
         """Raise ValueError unless `namespace` is a valid, allowed tenant name."""

@@ -4,12 +4,14 @@ the demo, the fault tests and the benchmarks all start processes through here.""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from continuum.config import ConfigError, get_settings
 from continuum.contract.queues import ALL_QUEUES, EMBED, EVENTS, EXTRACT, MAINTENANCE, NARRATIVE
@@ -69,8 +71,23 @@ def worker_argv(
     return argv
 
 
-def beat_argv(schedule_file: Path, loglevel: str = "INFO") -> list[str]:
-    return [sys.executable, "-m", "celery", "-A", "workers", "beat",
+def group_argv(
+    name: str, concurrency: int | None = None, hostname: str | None = None, **options: Any
+) -> list[str]:
+    """The command line of worker group `name` (WORKER_GROUPS) as `continuum worker` runs it:
+    its queues, its fixed concurrency (else `concurrency`), hostname `<name>@%h` by default;
+    `options` (pool, loglevel, events) as `worker_argv` takes them."""
+    groups = {group: (queues, fixed) for group, queues, fixed in WORKER_GROUPS}
+    if name not in groups:
+        raise ConfigError(f"unknown worker group {name!r}; choose from {', '.join(groups)}")
+    queues, fixed = groups[name]
+    return worker_argv(
+        list(queues), fixed or concurrency, hostname=hostname or f"{name}@%h", **options
+    )
+
+
+def beat_argv(schedule_file: Path, loglevel: str = "INFO", app: str = "workers") -> list[str]:
+    return [sys.executable, "-m", "celery", "-A", app, "beat",
             "--schedule", str(schedule_file), "--loglevel", loglevel]  # fmt: skip
 
 
@@ -131,6 +148,14 @@ def spawn(
             env=env or child_env(),
             start_new_session=True,
         )
+
+
+def kill(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL a process started by `spawn` and every process of its group (a worker's pool
+    children): no warm shutdown, nothing acknowledged, as the OOM killer or a crash."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
 
 
 def stop(proc: subprocess.Popen[bytes], timeout: float = 30.0) -> int:

@@ -15,6 +15,7 @@ from continuum.contract.queues import (
     FINISH_SESSION,
     INGEST_EVENTS,
     REDELIVER_EVENTS,
+    REFINE_HANDOFF,
 )
 from continuum.pipeline import redelivery
 from continuum.pipeline.ingest import ingest_batch
@@ -42,6 +43,8 @@ def ingest_events(self: IngestTask, payloads: list[Any]) -> dict[str, Any]:
         send(EXTRACT_CHUNK, chunk.namespace, chunk.session_id, chunk.message_ids, True)
     for payload in result.compactions:
         send(COMPACTION_TAKEAWAYS, payload)
+    for request in result.handoffs:  # before the session ends: its buffer is cleared then
+        send(REFINE_HANDOFF, request)
     for payload in result.finish:
         send(FINISH_SESSION, payload)
     return asdict(result)

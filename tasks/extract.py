@@ -1,5 +1,5 @@
-"""`extract` queue: memories from a chunk of messages (deterministic + LLM) and the LLM's
-takeaways of a pre-compaction dump."""
+"""`extract` queue: memories from a chunk of messages (deterministic + LLM), the LLM's
+takeaways of a pre-compaction dump, and the LLM's view of a turn that may hand off."""
 
 from __future__ import annotations
 
@@ -7,9 +7,10 @@ from dataclasses import asdict
 from typing import Any
 
 from continuum.contract.events import PreCompactionEvent, parse_event
-from continuum.contract.queues import COMPACTION_TAKEAWAYS, EXTRACT_CHUNK
+from continuum.contract.queues import COMPACTION_TAKEAWAYS, EXTRACT_CHUNK, REFINE_HANDOFF
 from continuum.inference.llm import LLMUnavailable, get_llm
 from continuum.pipeline.extraction import compaction_takeaways, extract_chunk
+from continuum.pipeline.handoffs import handoff_with_llm
 from tasks.embed import schedule_embedding
 from workers.app import app
 from workers.base import ReliableTask, TransientError
@@ -40,3 +41,9 @@ def compaction_takeaways_task(self: ReliableTask, payload: dict[str, Any]) -> di
     if result.llm:
         schedule_embedding()
     return asdict(result)
+
+
+@app.task(name=REFINE_HANDOFF, base=ReliableTask, bind=True)
+def refine_handoff_task(self: ReliableTask, request: dict[str, Any]) -> dict[str, Any]:
+    # No retry on LLM failures: the rule's handoff stands, and a handoff lives 10 minutes.
+    return asdict(handoff_with_llm(request, get_llm()))

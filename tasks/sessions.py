@@ -90,11 +90,12 @@ def end_idle_sessions_task(self: ReliableTask) -> dict[str, int]:
 
 
 @app.task(name=NARRATIVE_APPEND, base=ReliableTask, bind=True)
-def narrative_append_task(self: ReliableTask, entry: dict[str, str]) -> None:
+def narrative_append_task(self: ReliableTask, entry: dict[str, Any]) -> None:
     narrative.record_session(
         entry["namespace"],
         datetime.fromisoformat(entry["at"]),
         entry["channel"],
         entry["line"],
         entry["summary"],
+        entry.get("user_id"),  # absent from a message sent before it was added
     )

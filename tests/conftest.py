@@ -156,3 +156,23 @@ def encrypted(settings_env: Any) -> str:
 
     settings_env(encryption_key=KEK, encryption_tenants=ENCRYPTED)
     return ENCRYPTED
+
+
+@pytest.fixture
+def redis_ha(request: pytest.FixtureRequest) -> Iterator[Any]:
+    """A Redis master, its replica and three sentinels on loopback for one test (options of
+    `RedisHA` by indirect parametrization, e.g. `{"replicas": 2}`), stopped after it."""
+    from continuum.dev.redis_ha import RedisHA
+
+    options = getattr(request, "param", {})
+    with RedisHA(TEST_HOME / "redis-ha", **options).running() as ha:
+        yield ha
+
+
+@pytest.fixture(scope="session")
+def api_url(servers: dict[str, str]) -> Iterator[str]:
+    """The HTTP API served by uvicorn on loopback for the whole run; yields its base URL."""
+    from tests.support.live_api import serve_api
+
+    with serve_api() as url:
+        yield url

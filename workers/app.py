@@ -5,6 +5,7 @@ from __future__ import annotations
 from celery import Celery
 
 import beat_schedule
+import workers.redis_channel  # a worker survives losing the broker while idle (side effect)
 from continuum import redis_client
 from continuum.config import get_settings
 from workers.config import celery_config

@@ -35,8 +35,18 @@ TRANSIENT = (
 )
 
 
+# Redis refusals that pass: a master short of replicas (`min-replicas-to-write`), a replica
+# cut off from its master during a failover. Found inside the message: a pipeline's reads
+# "Command # 1 (...) of pipeline caused error: NOREPLICAS ...".
+TRANSIENT_REDIS_REPLIES = ("NOREPLICAS ", "MASTERDOWN ")
+
+
 def is_transient(exc: BaseException) -> bool:
     if isinstance(exc, TRANSIENT):
+        return True
+    if isinstance(exc, redis.ResponseError) and any(
+        reply in str(exc) for reply in TRANSIENT_REDIS_REPLIES
+    ):
         return True
     return isinstance(exc, DBAPIError) and bool(exc.connection_invalidated)
 

@@ -13,7 +13,7 @@ import redis
 from sqlalchemy.exc import SQLAlchemyError
 
 from continuum.config import get_settings
-from continuum.contract.client import MemoryClient
+from continuum.contract.client import EnqueueError, MemoryClient
 from continuum.contract.dispatch import producer
 from continuum.pipeline import redelivery
 from continuum.redis_client import get_quick_redis
@@ -28,17 +28,22 @@ def _watch(stop: threading.Event) -> None:
     client = get_quick_redis(max(interval, 1.0), settings.resolved_broker_url())
     resend = MemoryClient(app=producer()).emit_many
     failing = False
-    while not stop.wait(interval):
+    # The first round runs as soon as the worker is ready, not one interval later: on a broker
+    # no worker watched before, a restart in that interval would pass for a first sight.
+    while True:
         try:
             result = redelivery.watch_broker(client, resend, settings.restart_grace_s)
-        except (redis.RedisError, SQLAlchemyError) as exc:  # a server restarting: next round
+        # A server restarting or failing over (the resend not yet on a replica): next round.
+        except (redis.RedisError, SQLAlchemyError, EnqueueError) as exc:
             if not failing:
                 log.warning("broker watch: %s; trying again every %.1fs", exc, interval)
             failing = True
-            continue
-        failing = False
-        if result is not None:
-            log.warning("broker restarted: %s", result)
+        else:
+            failing = False
+            if result is not None:
+                log.warning("broker restarted: %s", result)
+        if stop.wait(interval):
+            return
 
 
 background("continuum-broker-watch", _watch)

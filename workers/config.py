@@ -8,11 +8,13 @@ from kombu import Queue
 
 from continuum.config import Settings
 from continuum.contract.queues import ALL_QUEUES, TASK_QUEUES
+from continuum.redis_client import kombu_broker
 
 
 def celery_config(settings: Settings) -> dict[str, Any]:
+    broker_url, sentinel_options = kombu_broker(settings.resolved_broker_url())
     return {
-        "broker_url": settings.resolved_broker_url(),
+        "broker_url": broker_url,
         "broker_connection_retry_on_startup": True,
         "broker_connection_max_retries": None,
         "broker_transport_options": {
@@ -22,10 +24,16 @@ def celery_config(settings: Settings) -> dict[str, Any]:
             "visibility_timeout": settings.visibility_timeout_s,
             "unacked_restore_interval": settings.unacked_restore_interval_s,
             "unacked_restore_throttle": 1,
+            # kombu takes a mutex (a Redis key) around each restore sweep and holds it for
+            # milliseconds; a worker SIGKILLed, or a Redis stopped, while one is held left it
+            # for kombu's default 300 s, and no worker restored anything meanwhile. Two sweeps
+            # at once are safe: each message is restored in a WATCH transaction, once.
+            "unacked_mutex_expire": settings.visibility_timeout_s,
             "health_check_interval": 10,
             "socket_keepalive": True,
             "socket_timeout": 30,
             "socket_connect_timeout": 5,
+            **sentinel_options,  # a sentinel:// broker: the master's name, the sentinels' auth
         },
         "task_serializer": "json",
         "accept_content": ["json"],
@@ -42,6 +50,8 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "task_queues": [Queue(name) for name in ALL_QUEUES],
         "task_routes": {name: {"queue": queue} for name, queue in TASK_QUEUES.items()},
         "worker_hijack_root_logger": False,
+        # Exactly one effective beat however many run (workers/beat.py).
+        "beat_scheduler": "workers.beat:LockedScheduler",
         "enable_utc": True,
         "timezone": "UTC",
     }

@@ -22,7 +22,7 @@ import redis
 from celery.signals import task_received
 
 from continuum.config import get_settings
-from continuum.redis_client import SyncRedis
+from continuum.redis_client import SyncRedis, client_for
 from workers.background import background
 
 log = logging.getLogger(__name__)
@@ -66,7 +66,7 @@ def renew_once(client: SyncRedis) -> int:
 def _renew_forever(stop: threading.Event) -> None:
     settings = get_settings()
     interval = max(1.0, settings.visibility_timeout_s / 3)
-    client: SyncRedis = redis.Redis.from_url(settings.resolved_broker_url(), socket_timeout=5)
+    client: SyncRedis = client_for(settings.resolved_broker_url(), socket_timeout=5)
     while not stop.wait(interval):
         try:
             renew_once(client)

@@ -1,17 +1,31 @@
-"""Worker process signals: fresh database pools and Redis clients after fork, and a warning
-at start when one worker mixes ingestion with LLM work."""
+"""Worker process signals: tracing set up as a worker starts (with CONTINUUM_OTEL), fresh
+database pools and Redis clients after fork, and a warning at start when one worker mixes
+ingestion with LLM work."""
 
 from __future__ import annotations
 
 import logging
 from typing import Any
 
-from celery.signals import worker_process_init, worker_ready
+from celery.signals import worker_init, worker_process_init, worker_process_shutdown, worker_ready
 
+from continuum.observability import tracing
 from continuum.processes import shared_ingest_warning
 from continuum.store.engine import dispose_engines
 
 log = logging.getLogger(__name__)
+
+
+@worker_init.connect
+def _start_tracing(**_: Any) -> None:
+    # In the main process, before the pool forks: the SDK restarts its export thread in
+    # each child, and the instrumentations are inherited.
+    tracing.configure("continuum-worker")
+
+
+@worker_process_shutdown.connect
+def _flush_traces(**_: Any) -> None:
+    tracing.flush()  # a pool process exits without running atexit handlers
 
 
 @worker_process_init.connect

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -20,13 +21,17 @@ from continuum.api.errors import detail
 from continuum.api.limits import DEFAULT_MAX_BODY_BYTES, BodySizeLimit
 from continuum.api.routes import (
     account,
+    conflicts,
     context,
     cron,
+    documents,
     events,
     forget,
     memories,
     messages,
+    pipeline,
     preferences,
+    session_turns,
     sessions,
     sync,
     tasks,
@@ -34,6 +39,7 @@ from continuum.api.routes import (
     ui,
 )
 from continuum.contract.client import MemoryClient
+from continuum.observability import tracing
 from continuum.redis_client import wait_s
 
 ROUTERS = (
@@ -47,7 +53,11 @@ ROUTERS = (
     forget.router,
     preferences.router,
     sessions.router,
+    session_turns.router,
+    documents.router,
     sync.router,
+    conflicts.router,
+    pipeline.router,
     tasks.router,
     prometheus.router,
     ui.router,
@@ -70,6 +80,12 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
         spec.setdefault("components", {}).setdefault("schemas", {}).update(events.EVENT_DEFS)
         app.openapi_schema = spec
     return app.openapi_schema
+
+
+def openapi_json() -> str:
+    """The API's OpenAPI document as committed for the clients generated from it
+    (`continuum openapi`; the TypeScript client in sdk/typescript/ is typed from it)."""
+    return json.dumps(create_app().openapi(), indent=2, ensure_ascii=False) + "\n"
 
 
 async def _redis_unavailable(request: Request, exc: Exception) -> JSONResponse:
@@ -96,4 +112,6 @@ def create_app(max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> FastAPI:
     app.add_exception_handler(redis.ConnectionError, _redis_unavailable)
     app.add_exception_handler(redis.TimeoutError, _redis_unavailable)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
+    if tracing.configure("continuum-api"):  # CONTINUUM_OTEL: each request a trace
+        tracing.instrument_app(app)
     return app

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
 
 from continuum.sealing.envelope import open_compactions
 
@@ -67,5 +67,5 @@ class SessionOut(_FromRow):
 
     @field_validator("details")
     @classmethod
-    def _opened(cls, details: dict[str, Any]) -> dict[str, Any]:
-        return open_compactions(details)
+    def _opened(cls, details: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        return open_compactions(details, info.data["session_id"])

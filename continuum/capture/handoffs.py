@@ -8,6 +8,10 @@ or as "let's" (or as an imperative opening the sentence or a clause: "continue �
 moves or is picked up on a known channel. Questions, conditions and hypotheticals ("if",
 "maybe", "should we …"), negations and channels that are not in `CHANNEL_WORDS` announce
 nothing, and neither does a sentence naming the channel the turn is already on.
+
+`mentioned_channel` is the wide net beside it: a turn naming any other known channel. With
+an LLM configured, such turns are also asked about (`continuum.pipeline.handoffs`), which
+finds the phrasings the rule leaves out ("let's take this to Telegram").
 """
 
 from __future__ import annotations
@@ -36,7 +40,9 @@ _ON = (
     r"|finish|take (?:this|it|that)|talk|chat)\b[\w' ]{0,30}?\b(?:on|in|over|via)"
 )
 _TO = r"(?:move|switch|head over|jump over)\b[\w' ]{0,30}?\bto"
+CHANNELS: tuple[str, ...] = tuple(sorted(set(CHANNEL_WORDS.values())))
 _CHANNEL = "|".join(sorted((re.escape(word) for word in CHANNEL_WORDS), key=len, reverse=True))
+_MENTION = re.compile(rf"\b(?P<channel>{_CHANNEL})\b")
 _ANNOUNCE = re.compile(
     rf"(?:^|[,;]\s*|\b{_WHO}\s+(?:just\s+|then\s+)?)(?:{_ON}|{_TO})"
     rf"\s+(?:the\s+|my\s+|our\s+)?(?P<channel>{_CHANNEL})\b"
@@ -55,5 +61,14 @@ def handoff_target(content: str, channel: str) -> str | None:
             continue
         found = _ANNOUNCE.search(sentence)
         if found is not None and CHANNEL_WORDS[found["channel"]] != here:
+            return CHANNEL_WORDS[found["channel"]]
+    return None
+
+
+def mentioned_channel(content: str, channel: str) -> str | None:
+    """The first known channel a turn on `channel` names other than its own, or None."""
+    here = channel_family(channel)
+    for found in _MENTION.finditer(content.replace("’", "'").lower()):
+        if CHANNEL_WORDS[found["channel"]] != here:
             return CHANNEL_WORDS[found["channel"]]
     return None

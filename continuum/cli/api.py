@@ -1,6 +1,6 @@
-"""`continuum api` (serve the HTTP API and Mission Control) and `continuum tokens
-create|list|revoke` (its bearer tokens). FastAPI, uvicorn and the database load inside the
-commands."""
+"""`continuum api` (serve the HTTP API and Mission Control), `continuum openapi` (its OpenAPI
+document) and `continuum tokens create|list|revoke` (its bearer tokens). FastAPI, uvicorn and
+the database load inside the commands."""
 
 from __future__ import annotations
 
@@ -59,6 +59,17 @@ def serve(
     Multiprocess(config, sockets=sockets).run()
 
 
+@app.command("openapi")
+def openapi() -> None:
+    """Print the API's OpenAPI document (what `/openapi.json` serves), for client generators:
+    `continuum openapi > sdk/typescript/openapi.json`."""
+    import sys
+
+    from continuum.api.app import openapi_json
+
+    sys.stdout.write(openapi_json())
+
+
 def listening_socket(config: Any) -> socket.socket:
     """The socket the API listens on (shared by its worker processes), with TCP_NODELAY.
     uvicorn makes it
@@ -77,21 +88,26 @@ def tokens_create(
         ..., "--namespace", "-n", help="Namespace (instance) the token covers; repeatable."
     ),
     name: str = typer.Option("", "--name", help="A label (default: the namespaces)."),
+    ops: bool = typer.Option(
+        False, "--ops", help="An operator's: also the pipeline's global figures (/v1/status)."
+    ),
     as_json: bool = JsonOption,
 ) -> None:
     """Create a token and print it once (only its hash is stored)."""
     from continuum.security.tokens import create_token
 
     try:
-        token, info = create_token(namespace, name)
+        token, info = create_token(namespace, name, ops=ops)
     except ValueError as exc:
         fail(str(exc))
     if as_json:
-        print_json(
-            {"id": info.id, "name": info.name, "namespaces": info.namespaces, "token": token}
-        )
+        print_json({"id": info.id, "name": info.name, "namespaces": info.namespaces,
+                    "ops": info.ops, "token": token})  # fmt: skip
         return
-    console().print(f"[green]✓[/] token {info.id} ({info.name}) for {', '.join(info.namespaces)}")
+    role = " (operator)" if info.ops else ""
+    console().print(
+        f"[green]✓[/] token {info.id} ({info.name}) for {', '.join(info.namespaces)}{role}"
+    )
     console().print(token, highlight=False, soft_wrap=True)
     console().print(
         "[yellow]Shown once: store it now. Send it as `Authorization: Bearer <token>`.[/]"
@@ -113,6 +129,7 @@ def tokens_list(as_json: bool = JsonOption) -> None:
                     "id": t.id,
                     "name": t.name,
                     "namespaces": t.namespaces,
+                    "ops": t.ops,
                     "created_at": t.created_at.isoformat(),
                     "last_used_at": t.last_used_at and t.last_used_at.isoformat(),
                     "revoked_at": t.revoked_at and t.revoked_at.isoformat(),
@@ -121,12 +138,13 @@ def tokens_list(as_json: bool = JsonOption) -> None:
             ]
         )
         return
-    table = Table("id", "name", "namespaces", "created", "last used", "revoked")
+    table = Table("id", "name", "namespaces", "ops", "created", "last used", "revoked")
     for t in tokens:
         table.add_row(
             str(t.id),
             t.name,
             ", ".join(t.namespaces),
+            "yes" if t.ops else "",
             f"{t.created_at:%Y-%m-%d %H:%M}",
             f"{t.last_used_at:%Y-%m-%d %H:%M}" if t.last_used_at else "",
             f"{t.revoked_at:%Y-%m-%d %H:%M}" if t.revoked_at else "",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 import sys
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta, tzinfo
 from functools import cache
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -23,6 +23,12 @@ NamespaceOption = typer.Option(..., "--namespace", "-n", help="Tenant (instance)
 UserOption = typer.Option(None, "--user", help="The user: their items and unowned ones.")
 ChannelOption = typer.Option(None, "--channel", help="Only this channel.")
 JsonOption = typer.Option(False, "--json", help="Print JSON.")
+TzOption = typer.Option(
+    None,
+    "--tz",
+    help="IANA time zone of days, times and time phrases ('yesterday'), e.g. Europe/Paris; "
+    "default: the tenant's (CONTINUUM_TENANT_TIMEZONES, CONTINUUM_TIMEZONE).",
+)
 _DURATION = re.compile(r"(?P<n>\d+)(?P<unit>[smhd])")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
 
@@ -87,6 +93,19 @@ def parse_day(day: str) -> date:
         return date.fromisoformat(day)
     except ValueError:
         fail(f"{day!r} is not a date; use YYYY-MM-DD")
+
+
+def local_zone(namespace: str, tz: str | None) -> tzinfo:
+    """The zone a command shows `namespace`'s days in: `--tz`, else the tenant's; an unknown
+    `--tz` exits 2 saying what to give."""
+    from continuum.config import get_settings, time_zone
+
+    if tz is None:
+        return get_settings().zone_for(namespace)
+    try:
+        return time_zone(tz)
+    except ValueError as exc:
+        fail(f"--tz: {exc}")
 
 
 def parse_since(value: str) -> datetime:

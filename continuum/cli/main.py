@@ -28,6 +28,7 @@ from continuum.cli import (
     status,
     sync,
     usage,
+    workspace,
 )
 from continuum.cli.common import print_error
 
@@ -47,6 +48,7 @@ for module in (
     api,
     runtimes,
     usage,
+    workspace,
 ):
     app.add_typer(module.app)
 

@@ -1,4 +1,5 @@
-"""The memory lifecycle: `continuum preferences`, `tasks add|done|status|list`, `memory`
+"""The memory lifecycle: `continuum preferences`, `tasks add|done|status|list` and the
+suggested tasks' `tasks suggestions|confirm|dismiss`, `memory`
 (a memory tool called as the user), `tools`, `conflicts` and `maintenance`. `--json` prints
 machine-readable output for runtimes."""
 
@@ -121,6 +122,42 @@ def tasks_list(
     from continuum.memory.user_tasks import list_tasks
 
     _print_tasks(list_tasks(namespace, user_id, active_only=not show_all), as_json)
+
+
+@tasks_app.command("suggestions")
+def tasks_suggestions(
+    namespace: str = NamespaceOption, user_id: str = UserOption, as_json: bool = JsonOption
+) -> None:
+    """Suggested tasks waiting for the user's answer (CONTINUUM_CONFIRM_TASKS)."""
+    from continuum.memory.user_tasks import list_tasks
+
+    _print_tasks(list_tasks(namespace, user_id, suggested=True), as_json)
+
+
+def _answer(task_id: str, namespace: str, as_json: bool, confirm: bool) -> None:
+    from continuum.memory.user_tasks import SuggestionAnswered, TaskNotFound, answer_suggestion
+
+    try:
+        task = answer_suggestion(namespace, task_id, confirm=confirm)
+    except (TaskNotFound, SuggestionAnswered) as exc:
+        fail(str(exc))
+    _print_tasks([task], as_json)
+
+
+@tasks_app.command("confirm")
+def tasks_confirm(
+    task_id: str = TaskIdArgument, namespace: str = NamespaceOption, as_json: bool = JsonOption
+) -> None:
+    """Make a suggested task a task (pending)."""
+    _answer(task_id, namespace, as_json, confirm=True)
+
+
+@tasks_app.command("dismiss")
+def tasks_dismiss(
+    task_id: str = TaskIdArgument, namespace: str = NamespaceOption, as_json: bool = JsonOption
+) -> None:
+    """Dismiss a suggested task: it never becomes a task."""
+    _answer(task_id, namespace, as_json, confirm=False)
 
 
 @app.command()

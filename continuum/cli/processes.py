@@ -33,14 +33,14 @@ def worker(
     without, one worker per group (ingest: events; embed; background: extract, maintenance,
     narrative), so slow work never holds back ingestion."""
     from continuum.config import ConfigError
-    from continuum.processes import WORKER_GROUPS, supervise, worker_argv
+    from continuum.processes import WORKER_GROUPS, group_argv, supervise, worker_argv
 
     try:
         if queues:
             _exec(worker_argv(queues.split(","), concurrency, pool, loglevel, events=events))
         argvs = [
-            worker_argv(list(group), fixed or concurrency, pool, loglevel, f"{name}@%h", events)
-            for name, group, fixed in WORKER_GROUPS
+            group_argv(name, concurrency, pool=pool, loglevel=loglevel, events=events)
+            for name, _, _ in WORKER_GROUPS
         ]
     except ConfigError as exc:
         fail(str(exc))

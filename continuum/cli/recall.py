@@ -6,7 +6,7 @@ each with `--json`."""
 from __future__ import annotations
 
 import sys
-from datetime import datetime
+from datetime import datetime, tzinfo
 from typing import TYPE_CHECKING, Any
 
 import typer
@@ -14,9 +14,11 @@ import typer
 from continuum.cli.common import (
     JsonOption,
     NamespaceOption,
+    TzOption,
     UserOption,
     console,
     escape,
+    local_zone,
     print_json,
 )
 
@@ -46,13 +48,14 @@ def _print_result(result: ContextResult, as_json: bool, explain: bool) -> None:
         console().print(f"[dim]{result.tokens_used} tokens, query {result.query_id}[/]")
 
 
-def _print_listing(rows: list[dict[str, Any]], as_json: bool) -> None:
+def _print_listing(rows: list[dict[str, Any]], as_json: bool, zone: tzinfo) -> None:
+    """Rows dated as the block dates them, on the clock of `zone` (the tenant's or --tz)."""
     from continuum.recall.render import render_when
 
     if as_json:
         print_json(rows)
         return
-    now = datetime.now().astimezone()
+    now = datetime.now(zone)
     for row in rows:
         when = row["created_at"] and render_when(datetime.fromisoformat(row["created_at"]), now)
         console().print(
@@ -71,12 +74,13 @@ def context_command(
     max_tokens: int = typer.Option(800, "--max-tokens", min=0),
     as_json: bool = JsonOption,
     explain: bool = ExplainOption,
+    tz: str = TzOption,
 ) -> None:
     """The context block a runtime injects at session start (cross-session, R10)."""
     from continuum.recall.context import context
 
     result = context(namespace, seed, max_tokens, user_id=user_id, channel=channel,
-                     explain=explain)  # fmt: skip
+                     explain=explain, tz=local_zone(namespace, tz))  # fmt: skip
     _print_result(result, as_json, explain)
 
 
@@ -90,12 +94,14 @@ def recall_command(
     max_tokens: int = typer.Option(400, "--max-tokens", min=0),
     as_json: bool = JsonOption,
     explain: bool = ExplainOption,
+    tz: str = TzOption,
 ) -> None:
     """Topic shift mid-session: what is relevant to the new topic and not yet injected."""
     from continuum.recall.context import recall_since_topic
 
     result = recall_since_topic(namespace, since_topic, seed, max_tokens, user_id=user_id,
-                                channel=channel, explain=explain)  # fmt: skip
+                                channel=channel, explain=explain,
+                                tz=local_zone(namespace, tz))  # fmt: skip
     _print_result(result, as_json, explain)
 
 
@@ -109,14 +115,16 @@ def recent_conversations_command(
     ),
     limit: int = typer.Option(10, "--limit", min=1),
     as_json: bool = JsonOption,
+    tz: str = TzOption,
 ) -> None:
     """Summaries of recent conversations across channels (or one), newest first."""
     from continuum.recall.sections import recent_conversations
 
+    zone = local_zone(namespace, tz)
     rows = recent_conversations(
         namespace, limit=limit, user_id=user_id, channel=channel, in_channel=in_channel
     )
-    _print_listing(rows, as_json)
+    _print_listing(rows, as_json, zone)
 
 
 @app.command("active-tasks")
@@ -125,8 +133,10 @@ def active_tasks_command(
     user_id: str = UserOption,
     limit: int = typer.Option(100, "--limit", min=1),
     as_json: bool = JsonOption,
+    tz: str = TzOption,
 ) -> None:
     """Tasks pending, in progress or blocked, from every channel."""
     from continuum.recall.sections import active_tasks
 
-    _print_listing(active_tasks(namespace, limit=limit, user_id=user_id), as_json)
+    zone = local_zone(namespace, tz)
+    _print_listing(active_tasks(namespace, limit=limit, user_id=user_id, tz=zone), as_json, zone)

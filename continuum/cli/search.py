@@ -8,9 +8,11 @@ import typer
 from continuum.cli.common import (
     JsonOption,
     NamespaceOption,
+    TzOption,
     UserOption,
     console,
     escape,
+    local_zone,
     print_json,
 )
 
@@ -27,6 +29,7 @@ def search(
     tag: list[str] = typer.Option([], "--tag", help="Required tag (repeatable)."),
     memories_only: bool = typer.Option(False, "--memories-only"),
     as_json: bool = JsonOption,
+    tz: str = TzOption,
 ) -> None:
     """Hybrid search (meaning + words) over memories and messages, with source message ids."""
     from continuum.recall.rankings import Source
@@ -35,13 +38,14 @@ def search(
 
     filters = SearchFilters(user_id=user_id, kinds=tuple(kind), tags=tuple(tag))
     sources: tuple[Source, ...] = ("memory",) if memories_only else ("memory", "message")
-    hits = hybrid_search(namespace, query, limit=limit, filters=filters, sources=sources)
+    zone = local_zone(namespace, tz)
+    hits = hybrid_search(namespace, query, limit=limit, filters=filters, sources=sources, tz=zone)
     if as_json:
         print_json([hit.as_dict() for hit in hits])
         return
     for hit in hits:
         console().print(
-            f"[dim]{hit.score:.4f} {hit.created_at:%Y-%m-%d %H:%M}[/] [cyan]{hit.source}:{escape(hit.kind)}[/] "
+            f"[dim]{hit.score:.4f} {hit.created_at.astimezone(zone):%Y-%m-%d %H:%M}[/] [cyan]{hit.source}:{escape(hit.kind)}[/] "
             f"{escape(hit.content)} [dim]← {escape(', '.join(hit.source_message_ids))}[/]",
             highlight=False,
         )

@@ -1,5 +1,6 @@
 """`continuum status`: what the pipeline is doing (queues, unacked, embeddings waiting, dead
-letters, the last sync and its open problems); `--wait` returns once it is drained."""
+letters, the last sync and its open problems, each tenant's last retention prune); `--wait`
+returns once it is drained."""
 
 from __future__ import annotations
 
@@ -33,6 +34,13 @@ def _show(status: PipelineStatus) -> None:
             f"last sync: {status.last_sync_at:%Y-%m-%d %H:%M:%S} UTC, "
             f"{last['messages_inserted']} new messages, {last['files_read']} files read, "
             f"{last['sessions_ended']} sessions ended, {last['seconds']:.1f}s",
+            highlight=False,
+        )
+    for tenant, pruned in sorted(status.last_retention.items()):
+        out.print(
+            f"retention of {tenant}: {pruned['at'][:16]} UTC, {pruned['messages']} messages "
+            f"older than {pruned['days']} days deleted, {pruned['statements']} statements, "
+            f"{pruned['memories_marked']} memories marked",
             highlight=False,
         )
     found = ", ".join(f"{kind} {n}" for kind, n in sorted(status.problems_open.items()))

@@ -1,6 +1,7 @@
 """`continuum sync` (transcripts from every runtime on this host, with progress, and every
-problem found with its location), `continuum sync problems` (the problems kept from every
-run) and `continuum cron-reports` (the cron runs found in them)."""
+problem found with its location), `continuum sync watch` (the same within seconds of each
+write, until Ctrl-C), `continuum sync problems` (the problems kept from every run) and
+`continuum cron-reports` (the cron runs found in them)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,11 @@ import typer
 from continuum.cli.common import (
     JsonOption,
     NamespaceOption,
+    TzOption,
     console,
+    escape,
+    fail,
+    local_zone,
     parse_day,
     parse_since,
     print_json,
@@ -23,6 +28,7 @@ if TYPE_CHECKING:
     from rich.table import Table
 
     from continuum.sync.run_report import SyncProgress, SyncSummary
+    from continuum.sync.watch import WatchTotals
 
 app = typer.Typer()
 sync_app = typer.Typer(
@@ -156,6 +162,106 @@ def sync_command(
         raise typer.Exit(1)
 
 
+def _watch_status(totals: WatchTotals) -> str:
+    count = len(totals.dirs)
+    return (
+        f"watching {count} director{'y' if count == 1 else 'ies'}: {totals.runs} runs, "
+        f"{totals.messages_inserted:,} new messages (Ctrl-C stops)"
+    )
+
+
+def _run_line(summary: SyncSummary) -> str:
+    """One line for a watcher's run that stored something or met a problem."""
+    from datetime import datetime
+
+    parts = [f"+{summary.messages_inserted:,} messages from {summary.files_read} files"]
+    if summary.chunks_dispatched:
+        parts.append(f"{summary.chunks_dispatched} capture chunks")
+    parts += [f"[yellow]{kind}[/] {count}" for kind, count in sorted(summary.errors.items())]
+    return f"[dim]{datetime.now():%H:%M:%S}[/] {', '.join(parts)} ({summary.seconds:.2f}s)"
+
+
+@sync_app.command("watch")
+def watch_command(
+    home: Path = typer.Option(None, "--home", help="Home directory to watch (default: ~)."),
+    debounce_ms: int = typer.Option(
+        None,
+        "--debounce-ms",
+        min=10,
+        help="Sync once writes pause this long (default: CONTINUUM_SYNC_WATCH_DEBOUNCE_MS).",
+    ),
+    capture: bool = typer.Option(
+        True, "--capture/--no-capture", help="Feed new messages to capture."
+    ),
+    catch_up: bool = typer.Option(
+        True, "--catch-up/--no-catch-up", help="Start with a full sync (what changed before)."
+    ),
+    as_json: bool = typer.Option(
+        False, "--json", help="One line of JSON per event: directories, each run, the totals."
+    ),
+) -> None:
+    """Sync transcripts within seconds of each write, beside beat's five-minute sync (the
+    same cursors: no line read twice), until Ctrl-C. Needs the `watch` extra."""
+    import io
+    import signal
+    import sys
+    import threading
+
+    from continuum.sync.watch import WatchUnavailable, watch
+
+    stop = threading.Event()
+
+    def interrupted(*_: object) -> None:
+        """Stop between runs (a run under way commits or rolls back whole); a second
+        Ctrl-C interrupts at once."""
+        stop.set()
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    previous = signal.signal(signal.SIGINT, interrupted), signal.signal(signal.SIGTERM, interrupted)
+    status = None if as_json else console().status("starting: a full sync first", spinner="dots")
+    if as_json and isinstance(sys.stdout, io.TextIOWrapper):
+        sys.stdout.reconfigure(line_buffering=True)  # each line as it happens, even in a pipe
+
+    def on_dirs(dirs: list[Path]) -> None:
+        if as_json:
+            print_json({"watching": [str(path) for path in dirs]})
+        else:
+            where = ", ".join(escape(str(path)) for path in dirs) or "nothing yet"
+            console().print(f"watching {where}", highlight=False)
+
+    def on_run(summary: SyncSummary, totals: WatchTotals) -> None:
+        if status is None:
+            print_json(summary.as_dict())
+            return
+        if summary.locked:
+            console().print("[dim]full sync skipped: beat's run holds the lock and covers it[/]")
+        elif summary.messages_inserted or summary.errors:
+            console().print(_run_line(summary), highlight=False)
+        status.update(_watch_status(totals))
+
+    try:
+        if status is not None:
+            status.start()
+        totals = watch(
+            home, debounce_ms=debounce_ms, feed_capture=capture, catch_up=catch_up, stop=stop,
+            on_run=on_run, on_dirs=on_dirs,
+        )  # fmt: skip
+    except WatchUnavailable as exc:
+        fail(str(exc))
+    finally:
+        if status is not None:
+            status.stop()
+        signal.signal(signal.SIGINT, previous[0])
+        signal.signal(signal.SIGTERM, previous[1])
+    if as_json:
+        print_json({"stopped": True, **totals.as_dict()})
+    else:
+        console().print(
+            f"stopped: {totals.runs} runs, {totals.messages_inserted:,} new messages, "
+            f"{totals.chunks_dispatched} capture chunks"
+        )
+
+
 @sync_app.command("problems")
 def problems_command(
     since: str = typer.Option(
@@ -192,18 +298,22 @@ def problems_command(
 @app.command("cron-reports")
 def cron_reports_command(
     namespace: str = NamespaceOption,
-    day: str = typer.Option(None, "--day", help="YYYY-MM-DD (UTC); default: the latest runs."),
+    day: str = typer.Option(
+        None, "--day", help="YYYY-MM-DD (the tenant's day, or --tz's); default: the latest runs."
+    ),
     limit: int = typer.Option(50, "--limit"),
     as_json: bool = JsonOption,
+    tz: str = TzOption,
 ) -> None:
     """Cron reports of an instance, newest first (R77)."""
     from continuum.sync.cron import cron_reports
 
-    reports = cron_reports(namespace, parse_day(day) if day else None, limit=limit)
+    zone = local_zone(namespace, tz)
+    reports = cron_reports(namespace, parse_day(day) if day else None, limit=limit, tz=zone)
     if as_json:
         print_json([asdict(r) for r in reports])
         return
     for report in reports:
-        when = f"{report.event_at:%Y-%m-%d %H:%M}" if report.event_at else "-"
+        when = f"{report.event_at.astimezone(zone):%Y-%m-%d %H:%M}" if report.event_at else "-"
         console().print(f"[dim]{when}[/] [cyan]{report.cron_name}[/]", highlight=False)
         console().print(report.summary, highlight=False)

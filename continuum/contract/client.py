@@ -21,7 +21,8 @@ from continuum.config import get_settings
 from continuum.contract import ledger
 from continuum.contract.events import Event, EventError, event_payload, json_type, parse_events
 from continuum.contract.queues import INGEST_EVENTS, queue_for
-from continuum.redis_client import get_redis, retries_for, wait_s
+from continuum.observability import tracing
+from continuum.redis_client import get_redis, kombu_broker, retries_for, wait_s
 
 
 def publish_retry_policy() -> dict[str, float]:
@@ -40,15 +41,25 @@ class EnqueueError(RuntimeError):
     """The broker could not take the events; nothing was enqueued for this call."""
 
 
+class NotReplicatedError(EnqueueError):
+    """The events were published but too few replicas confirmed them in time
+    (CONTINUUM_REDIS_WAIT_REPLICAS): they are not accepted. They may still be processed;
+    resending them has no second effect."""
+
+
 def producer_app(broker_url: str | None = None) -> Celery:
     """A minimal Celery app that can only publish (no task code imported)."""
     settings = get_settings()
-    app = Celery("continuum-producer", broker=broker_url or settings.resolved_broker_url())
+    url, sentinel_options = kombu_broker(broker_url or settings.resolved_broker_url())
+    app = Celery("continuum-producer", broker=url)
     app.conf.update(
         broker_connection_retry_on_startup=True,
         task_serializer="json",
         accept_content=["json"],
-        broker_transport_options={"visibility_timeout": settings.visibility_timeout_s},
+        broker_transport_options={
+            "visibility_timeout": settings.visibility_timeout_s,
+            **sentinel_options,
+        },
     )
     return app
 
@@ -58,7 +69,8 @@ class MemoryClient:
 
     def __init__(self, broker_url: str | None = None, *, app: Celery | None = None) -> None:
         self.app = app or producer_app(broker_url)
-        self._ledger = get_redis(str(self.app.conf.broker_url))
+        self._ledger = get_redis(broker_url or get_settings().resolved_broker_url())
+        tracing.configure("continuum-producer", tracing.PRODUCER_LIBRARIES)  # CONTINUUM_OTEL
 
     def emit(self, event: Event | Mapping[str, Any]) -> str:
         """Validate and enqueue one event at once; returns its event id."""
@@ -75,26 +87,51 @@ class MemoryClient:
         if not payloads:
             return []
         batch_id = str(uuid.uuid4())
+        traced = {"messaging.message.id": batch_id, "continuum.events": len(payloads)}
         try:
-            ledger.record(self._ledger, batch_id, payloads)
-            self.app.send_task(
-                INGEST_EVENTS,
-                args=[payloads],
-                task_id=batch_id,
-                queue=queue_for(INGEST_EVENTS),
-                # What Flower shows for the args. Celery would repr the whole batch for it,
-                # which took a quarter of emit()'s time.
-                argsrepr=f"[{len(payloads)} event(s)]",
-                kwargsrepr="{}",
-                retry=True,
-                retry_policy=publish_retry_policy(),
-            )
+            # The producer span: its context travels in the task message (tracing).
+            with tracing.span("continuum.emit", "producer", traced):
+                ledger.record(self._ledger, batch_id, payloads)
+                self.app.send_task(
+                    INGEST_EVENTS,
+                    args=[payloads],
+                    task_id=batch_id,
+                    queue=queue_for(INGEST_EVENTS),
+                    # What Flower shows for the args. Celery would repr the whole batch for
+                    # it, which took a quarter of emit()'s time.
+                    argsrepr=f"[{len(payloads)} event(s)]",
+                    kwargsrepr="{}",
+                    retry=True,
+                    retry_policy=publish_retry_policy(),
+                )
         except (OperationalError, redis.RedisError) as exc:
             raise EnqueueError(
                 f"broker unreachable, {len(payloads)} event(s) not enqueued: {exc}. "
                 "Check CONTINUUM_BROKER_URL / `continuum dev status`, then resend."
             ) from exc
+        self._confirm_replicated(batch_id, len(payloads))
         return [payload["event_id"] for payload in payloads]
+
+    def _confirm_replicated(self, batch_id: str, count: int) -> None:
+        """With CONTINUUM_REDIS_WAIT_REPLICAS set, the batch and its ledger record are on that
+        many replicas of the broker's Redis, or NotReplicatedError: not accepted."""
+        settings = get_settings()
+        wanted, timeout_ms = settings.redis_wait_replicas, settings.redis_wait_timeout_ms
+        if not wanted:
+            return
+        try:
+            confirmed = ledger.replicated(self._ledger, batch_id, wanted, timeout_ms)
+        except redis.RedisError as exc:
+            confirmed, why = 0, f" ({exc})"
+        else:
+            why = ""
+        if confirmed < wanted:
+            raise NotReplicatedError(
+                f"{count} event(s) published but not accepted: {confirmed} of {wanted} broker "
+                f"replica(s) confirmed them within {timeout_ms} ms{why}. Resend them (a resend "
+                "has no second effect); check the replicas (`INFO replication` on the master) "
+                "or CONTINUUM_REDIS_WAIT_REPLICAS."
+            )
 
     def _emit_kind(self, kind: str, fields: dict[str, Any]) -> str:
         fields.setdefault("ts", datetime.now(UTC))

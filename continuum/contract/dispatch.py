@@ -13,6 +13,7 @@ from celery import Celery
 
 from continuum.contract.client import producer_app, publish_retry_policy
 from continuum.contract.queues import queue_for
+from continuum.observability import tracing
 
 
 @lru_cache(maxsize=1)
@@ -22,11 +23,13 @@ def producer() -> Celery:
 
 
 def send(task_name: str, *args: Any) -> None:
-    """Publish one task message to its queue (retrying while the broker restarts)."""
-    producer().send_task(
-        task_name,
-        args=list(args),
-        queue=queue_for(task_name),
-        retry=True,
-        retry_policy=publish_retry_policy(),
-    )
+    """Publish one task message to its queue (retrying while the broker restarts); traced,
+    it carries the current trace to the task (`continuum.observability.tracing`)."""
+    with tracing.span("continuum.send", "producer", {"celery.task_name": task_name}):
+        producer().send_task(
+            task_name,
+            args=list(args),
+            queue=queue_for(task_name),
+            retry=True,
+            retry_policy=publish_retry_policy(),
+        )

@@ -32,6 +32,20 @@ def record(client: SyncRedis, batch_id: str, payloads: list[dict[str, Any]]) -> 
     pipe.execute()
 
 
+def replicated(client: SyncRedis, batch_id: str, replicas: int, timeout_ms: int) -> int:
+    """After the batch's publish: how many replicas have its ledger record and the publish,
+    waiting up to `timeout_ms` for `replicas` of them (WAIT). WAIT counts only the writes of
+    its own connection, and kombu published on another, so the record's time is stamped again
+    first on this one: the replication stream is in order, so a replica that has the stamp has
+    the publish before it. 0 when the record is gone (a failover lost it, or a worker settled
+    the batch already): not confirmed, and a resend is harmless."""
+    pipe = client.pipeline(transaction=False)
+    pipe.zadd(INDEX, {batch_id: time.time()}, xx=True, ch=True)
+    pipe.wait(replicas, timeout_ms)
+    stamped, confirmed = pipe.execute()
+    return int(confirmed) if stamped else 0
+
+
 def touch(client: SyncRedis, batch_id: str) -> None:
     """A worker holds the batch (it starts it, or waits to retry it): restart its grace
     period, so no redelivery publishes a second copy of a batch that is running or retrying."""

@@ -24,6 +24,7 @@ SWEEP_IDLE = "continuum.sweep_idle"
 END_IDLE_SESSIONS = "continuum.end_idle_sessions"
 NARRATIVE_APPEND = "continuum.narrative_append"
 REDELIVER_EVENTS = "continuum.redeliver_events"
+REFINE_HANDOFF = "continuum.refine_handoff"
 
 # Redis flag: an outbox run is queued and has not started yet.
 EMBED_SCHEDULED_KEY = "continuum:embed:scheduled"
@@ -41,6 +42,7 @@ TASK_QUEUES: dict[str, str] = {
     NARRATIVE_APPEND: NARRATIVE,
     RUN_MAINTENANCE: MAINTENANCE,
     REDELIVER_EVENTS: MAINTENANCE,
+    REFINE_HANDOFF: EXTRACT,
 }
 
 

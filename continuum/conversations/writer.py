@@ -5,15 +5,17 @@ transcripts, `continuum.sync.sources`).
 What every row gets, whichever door: a private tenant's messages (`CONTINUUM_PRIVACY_MODE`,
 `CONTINUUM_PRIVATE_NAMESPACES`) are never written; secrets in a message's content are
 replaced by `[redacted:<type>]` (`CONTINUUM_REDACT_SECRETS`, `continuum.domain.secrets`;
-counted in the `secrets_redacted` metric once the transaction commits); an encrypted tenant's content is sealed
-under its owner's key (the user's, else the tenant's) and brings its keyed full-text terms;
+counted in the `secrets_redacted` metric once the transaction commits); an encrypted tenant's content and
+details are sealed under its owner's key (the user's, else the tenant's), bound to the row's
+id (drawn from the sequence before the insert), and the row brings its keyed full-text terms;
 a message already stored (namespace + session + message id) is not written twice; and a
 session's `message_count` grows by the rows really inserted, in the statement that creates
 or widens its row. Everything runs in the caller's transaction.
 
 Each door keeps its own batching. Events (`copy=False`, a few dozen rows) go as one
 `INSERT … SELECT FROM jsonb_to_recordset … ON CONFLICT DO NOTHING` (`continuum.store.bulk`).
-Transcripts (`copy=True`, up to thousands of rows) go by COPY: a batch of a session that has
+Transcripts (`copy=True`, up to thousands of rows, their ids always drawn first: one round
+trip, and one COPY column list for every tenant) go by COPY: a batch of a session that has
 no rows yet (a backfill's new files) straight into `messages`, an id repeated in the batch
 kept once (its first line); nothing can conflict with it but a concurrent writer of the same
 session that committed first, and then the COPY fails, the caller's transaction is lost, and
@@ -43,10 +45,10 @@ from sqlalchemy.orm import Session as DbSession
 from continuum.config import get_settings
 from continuum.domain.secrets import redact
 from continuum.domain.storable import json_text
-from continuum.sealing.envelope import seal
+from continuum.sealing.envelope import MESSAGE_DETAILS_KIND, seal, seal_details
 from continuum.sealing.terms import terms_for
 from continuum.store import metrics
-from continuum.store.bulk import insert_ignore, insert_rows
+from continuum.store.bulk import allocate_ids, insert_ignore, insert_rows
 from continuum.store.engine import driver_connection
 from continuum.store.models import Message, Session
 
@@ -72,15 +74,13 @@ class MessageRow(NamedTuple):
     details: dict[str, Any]
 
 
-# The columns written, in COPY order: a MessageRow's, then the keyed terms.
-COLUMNS = (*MessageRow._fields, "tsv_keyed")
+# The columns COPY writes, in order: the row's id, a MessageRow's, then the keyed terms.
+COLUMNS = ("id", *MessageRow._fields, "tsv_keyed")
 _COLUMN_LIST = ", ".join(COLUMNS)
-_CONTENT = COLUMNS.index("content")
-_DETAILS = COLUMNS.index("details")
 STAGE = "continuum_messages_stage"
 CREATE_STAGE = (
     f"CREATE TEMP TABLE IF NOT EXISTS {STAGE} ("
-    "namespace text, session_id text, message_id text, parent_id text, role text,"
+    "id bigint, namespace text, session_id text, message_id text, parent_id text, role text,"
     " content text, channel text, sender text, user_id text, source text,"
     " created_at timestamptz, event_id uuid, details jsonb, tsv_keyed tsvector)"
     " ON COMMIT DELETE ROWS"
@@ -96,7 +96,7 @@ INSERT_FROM_STAGE = (
     "RETURNING namespace, session_id, message_id, created_at"
 )
 
-StoredRow = tuple[Any, ...]  # a row as written: COLUMNS, content sealed, details as JSON text
+StoredRow = tuple[Any, ...]  # a row as COPY writes it: COLUMNS, sealed, details as JSON text
 
 
 @dataclass(frozen=True)
@@ -170,36 +170,73 @@ def _redacted(db: DbSession, rows: Sequence[MessageRow]) -> list[MessageRow]:
     return out
 
 
-def _sealed(db: DbSession, rows: Sequence[MessageRow]) -> list[tuple[str, str | None]]:
-    """Each row's content as stored (sealed for an encrypted tenant) and its keyed terms
-    (None for a plaintext tenant)."""
-    out: list[tuple[str, str | None]] = []
-    for namespace, group in itertools.groupby(rows, key=lambda row: row.namespace):
+class _Stored(NamedTuple):
+    """A message's stored values: its id (None: the sequence's at insert), content and
+    details (sealed for an encrypted tenant) and keyed terms (None for a plaintext one)."""
+
+    id: int | None
+    content: str
+    details: dict[str, Any]
+    tsv_keyed: str | None
+
+
+_NONE: frozenset[str] = frozenset()  # a message's details are sealed whole, no key left plain
+
+
+def _key(row: MessageRow) -> tuple[str, str, str]:
+    return (row.namespace, row.session_id, row.message_id)
+
+
+def _stored(db: DbSession, rows: Sequence[MessageRow], *, ids: bool) -> list[_Stored]:
+    """Each row's values as stored, in order. A sealed value is bound to its row's id, so
+    the ids are drawn first when a row is sealed (or `ids` asks for them anyway)."""
+    settings = get_settings()
+    if ids or any(settings.is_encrypted(row.namespace) for row in rows):
+        drawn: Sequence[int | None] = allocate_ids(db, Message, len(rows))
+    else:
+        drawn = [None] * len(rows)
+    terms: dict[int, str | None] = {}
+    for namespace, group in itertools.groupby(enumerate(rows), key=lambda item: item[1].namespace):
         batch = list(group)
-        terms = terms_for(db, namespace, [row.content for row in batch])
-        for row, keyed in zip(batch, terms, strict=True):
-            out.append((seal(namespace, row.user_id, CONTENT_KIND, row.content), keyed))
+        keyed = terms_for(db, namespace, [row.content for _, row in batch])
+        terms.update((i, term) for (i, _), term in zip(batch, keyed, strict=True))
+    out = []
+    for i, (row, row_id) in enumerate(zip(rows, drawn, strict=True)):
+        if row_id is None or not settings.is_encrypted(row.namespace):
+            out.append(_Stored(row_id, row.content, row.details, terms[i]))
+            continue
+        owner = (row.namespace, row.user_id)
+        out.append(
+            _Stored(
+                row_id,
+                seal(*owner, CONTENT_KIND, row.content, row_id),
+                seal_details(*owner, row.details, row_id, kind=MESSAGE_DETAILS_KIND, plain=_NONE),
+                terms[i],
+            )
+        )
     return out
 
 
 def stored_rows(db: DbSession, rows: Sequence[MessageRow]) -> list[StoredRow]:
-    """`rows` as COPY writes them, in COLUMNS order: content as stored, details as JSON
-    text, then the keyed terms."""
-    return [
-        (*row[:_CONTENT], content, *row[_CONTENT + 1 : _DETAILS], json_text(row.details), keyed)
-        for row, (content, keyed) in zip(rows, _sealed(db, rows), strict=True)
-    ]
+    """`rows` (in key order) as COPY writes them, in COLUMNS order: their drawn ids,
+    content and details as stored (details as JSON text), then the keyed terms."""
+    out: list[StoredRow] = []
+    for row, stored in zip(rows, _stored(db, rows, ids=True), strict=True):
+        values = {**row._asdict(), "content": stored.content, "details": json_text(stored.details)}
+        out.append((stored.id, *values.values(), stored.tsv_keyed))
+    return out
 
 
 def _insert(db: DbSession, rows: Sequence[MessageRow]) -> list[InsertedMessage]:
     """A small batch as one multi-row insert (the statement is the same whatever its size)."""
     if not rows:
         return []
-    values = [
-        {**row._asdict(), "content": content, "tsv_keyed": keyed}
-        for row, (content, keyed) in zip(rows, _sealed(db, rows), strict=True)
-    ]
-    values.sort(key=lambda value: (value["namespace"], value["session_id"], value["message_id"]))
+    rows = sorted(rows, key=_key)
+    values = []
+    for row, stored in zip(rows, _stored(db, rows, ids=False), strict=True):
+        value = {**row._asdict(), "content": stored.content, "details": stored.details}
+        value["tsv_keyed"] = stored.tsv_keyed
+        values.append(value if stored.id is None else {"id": stored.id, **value})
     inserted = insert_ignore(
         db,
         Message,
@@ -216,8 +253,8 @@ def _insert(db: DbSession, rows: Sequence[MessageRow]) -> list[InsertedMessage]:
 def _copied_as_new_session(conn: psycopg.Connection[Any], rows: Sequence[StoredRow]) -> bool:
     """COPY `rows` (one session's, in key order, no key twice) straight into `messages` if
     that session has no rows; False, with nothing written, when it has."""
-    key = rows[0][:2]
-    if any(row[:2] != key for row in rows):
+    key = rows[0][1:3]
+    if any(row[1:3] != key for row in rows):
         return False
     with conn.cursor() as cur:
         if cur.execute(SESSION_HAS_ROWS, key).fetchone() != (False,):
@@ -237,11 +274,11 @@ def _insert_copied(db: DbSession, rows: Sequence[MessageRow]) -> list[InsertedMe
     """A large batch by COPY: straight in for a new session, else through the staging table."""
     if not rows:
         return []
-    staged = sorted(stored_rows(db, rows), key=lambda row: row[:3])  # stable: file order kept
-    staged = [row for i, row in enumerate(staged) if i == 0 or row[:3] != staged[i - 1][:3]]
+    ordered = sorted(rows, key=_key)  # stable: file order kept
+    kept = [row for i, row in enumerate(ordered) if i == 0 or _key(row) != _key(ordered[i - 1])]
+    staged = stored_rows(db, kept)
     if _copied_as_new_session(driver_connection(db), staged):
-        created_at = COLUMNS.index("created_at")
-        return [InsertedMessage(row[0], row[1], row[2], row[created_at]) for row in staged]
+        return [InsertedMessage(*_key(row), row.created_at) for row in kept]
     with driver_connection(db).cursor() as cur:
         cur.execute(CREATE_STAGE)
         with cur.copy(COPY_STAGE) as copy:

@@ -11,6 +11,7 @@ import contextlib
 import json
 import logging
 import os
+import signal
 import socket
 import subprocess
 import time
@@ -22,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from continuum.config import SERVERS_FILE
 
@@ -31,6 +34,7 @@ DATABASE_NAME = "continuum"
 # of a few hundred thousand rows with 384-dim vectors wants its working set cached.
 SERVER_SETTINGS = {"shared_buffers": "1GB", "effective_cache_size": "4GB", "work_mem": "32MB"}
 REDIS_START_TIMEOUT_S = 10.0
+REDIS_STOP_TIMEOUT_S = 10.0
 SERVER_NAMES = frozenset({"postgres", "redis"})
 
 
@@ -147,7 +151,11 @@ class EmbeddedServers:
 
     # -- redis -----------------------------------------------------------------
     def _redis_client(self, port: int) -> redis.Redis:
-        return redis.Redis(host="127.0.0.1", port=port, socket_connect_timeout=1)
+        # No retries: a probe of a stopped server answers at once, and SHUTDOWN is not sent
+        # again (with redis-py's default retries, stopping Redis took 7 s after it was down)
+        return redis.Redis(
+            host="127.0.0.1", port=port, socket_connect_timeout=1, retry=Retry(NoBackoff(), 0)
+        )
 
     def _redis_running(self, port: int | None) -> bool:
         if not port:
@@ -182,12 +190,36 @@ class EmbeddedServers:
                 )
             time.sleep(0.05)
 
-    def _stop_redis(self, port: int | None) -> None:
+    def _stop_redis(self, port: int | None, *, kill: bool = False) -> None:
+        """SHUTDOWN (the AOF is fsynced first), or with `kill` SIGKILL (no last write, as a
+        crash or the OOM killer), then wait until Redis no longer answers."""
         if not self._redis_running(port):
             return
         assert port is not None
-        with contextlib.suppress(redis.ConnectionError):  # it closes the socket as it exits
-            self._redis_client(port).shutdown()
+        pid = self.redis_pid()
+        if kill and pid is not None:
+            os.kill(pid, signal.SIGKILL)
+        else:
+            with contextlib.suppress(redis.ConnectionError):  # it closes the socket as it exits
+                self._redis_client(port).shutdown()
+        deadline = time.monotonic() + REDIS_STOP_TIMEOUT_S
+        while self._redis_running(port):
+            if time.monotonic() > deadline:
+                raise EmbeddedError(f"Redis on port {port} still answers after it was stopped")
+            time.sleep(0.02)
+
+    def redis_pid(self) -> int | None:
+        """The pid of the embedded redis-server (from its pid file), None if it has none."""
+        try:
+            return int((self.redis_dir / "redis.pid").read_text().split()[0])
+        except (FileNotFoundError, ValueError, IndexError):
+            return None
+
+    def postgres_pid(self) -> int | None:
+        """The pid of the embedded postmaster (from postmaster.pid), None if it is stopped."""
+        if not self._postgres_running():
+            return None
+        return int((self.pgdata / "postmaster.pid").read_text().split()[0])
 
     # -- public ----------------------------------------------------------------
     def up(self) -> dict[str, str]:
@@ -243,16 +275,18 @@ class EmbeddedServers:
         self._stop_postgres()
         self._postgres_uri()
 
-    def restart_redis(self, down_s: float = 0.0) -> None:
-        """Stop Redis (its AOF keeps queued messages), wait `down_s`, start it on the same port."""
-        with self.redis_stopped():
+    def restart_redis(self, down_s: float = 0.0, *, kill: bool = False) -> None:
+        """Stop Redis (its AOF keeps queued messages), wait `down_s`, start it on the same
+        port; with `kill`, SIGKILL it instead of a clean shutdown. Returns once it answers."""
+        with self.redis_stopped(kill=kill):
             time.sleep(down_s)
 
     @contextmanager
-    def redis_stopped(self) -> Iterator[None]:
-        """Redis is down inside the block (an outage), back on the same port after it."""
+    def redis_stopped(self, *, kill: bool = False) -> Iterator[None]:
+        """Redis is down inside the block (an outage; `kill`: SIGKILLed), back on the same
+        port after it."""
         port = int(self._state()["redis_port"])
-        self._stop_redis(port)
+        self._stop_redis(port, kill=kill)
         try:
             yield
         finally:

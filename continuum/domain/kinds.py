@@ -29,6 +29,7 @@ MemoryKind = Literal[
     "conversation_summary",
     "reflection",
     "statement",
+    "document",
 ]
 # Sections of the context block a memory can land in (the block's order: recall.items.SECTIONS).
 ContextSection = Literal[
@@ -57,6 +58,7 @@ class KindSpec:
     slow_decay: bool = False  # importance halves every decision_half_life_days, not half_life_days
     pruned_when_decayed: bool = True  # deleted once decayed to 1 and untouched long enough
     compressible: bool = False  # maintenance folds many small ones on a topic into one
+    merged_when_alike: bool = True  # maintenance merges near-identical ones of a user and key
     archived_when_old: bool = False  # maintenance archives it after summary_archive_days
     # An index of its source turn: search scores the turn by it and shows the turn in its
     # place; no recency or importance channel of the block reads it.
@@ -162,6 +164,14 @@ KINDS: tuple[KindSpec, ...] = (
         pre_compaction=False,
         pruned_when_decayed=False,
         indexes_turn=True,
+    ),
+    KindSpec(
+        "document",
+        "A JSON document an application keeps under a namespace path and key (a LangGraph "
+        "store item); found by search, never merged, pruned or archived.",
+        pre_compaction=False,
+        pruned_when_decayed=False,
+        merged_when_alike=False,
     ),
 )
 KIND_SPECS: dict[str, KindSpec] = {spec.name: spec for spec in KINDS}

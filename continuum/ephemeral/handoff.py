@@ -6,7 +6,8 @@ It is for a channel when that channel is the target, or, with no target, when it
 channel but the one it came from. Channels are compared by family, the part before the first
 ":" ("discord:dm" is on Discord). Reading one for a channel takes it atomically: of two
 concurrent readers, only one gets it. Sending is idempotent per handoff id (a redelivered
-event sends its handoff once, even after it was read)."""
+event sends its handoff once, even after it was read). A pending handoff can be revised in
+place (a better summary, from the LLM), never brought back once read."""
 
 from __future__ import annotations
 
@@ -72,7 +73,7 @@ def send_handoff(
         key(namespace, "handoff", user_id),
         key(namespace, "handoff-sent", handoff["id"]),
         key(namespace, "handoff"),
-        sealed(namespace, user_id, json.dumps(handoff)),
+        sealed(namespace, user_id, json.dumps(handoff), key(namespace, "handoff", user_id)),
         ttl_s,
         json.dumps({"user_id": user_id, **handoff}),
     )
@@ -83,8 +84,9 @@ def peek_handoff(namespace: str, user_id: str | None, channel: str | None = None
     """The user's pending handoff for `channel` (None: whatever the target), not consumed."""
     if not user_id:
         return None
-    raw = get_redis().get(key(namespace, "handoff", user_id))
-    handoff: Handoff | None = json.loads(opened(raw)) if raw else None
+    handoff_key = key(namespace, "handoff", user_id)
+    raw = get_redis().get(handoff_key)
+    handoff: Handoff | None = json.loads(opened(raw, handoff_key)) if raw else None
     return handoff if handoff is not None and is_for_channel(handoff, channel) else None
 
 
@@ -98,7 +100,7 @@ def consume_handoff(
 
     def take(pipe: redis.client.Pipeline) -> Handoff | None:
         raw: str | None = pipe.get(handoff_key)  # type: ignore[assignment]  # watching: runs now
-        handoff: Handoff | None = json.loads(opened(raw)) if raw else None
+        handoff: Handoff | None = json.loads(opened(raw, handoff_key)) if raw else None
         if handoff is None or not is_for_channel(handoff, channel):
             return None
         if handoff_id is not None and handoff.get("id") != handoff_id:
@@ -109,3 +111,28 @@ def consume_handoff(
 
     taken: Handoff | None = get_redis().transaction(take, handoff_key, value_from_callable=True)
     return taken
+
+
+def revise_handoff(
+    namespace: str, user_id: str, handoff_id: str, summary: str, to_channel: str | None = None
+) -> bool:
+    """Give the user's pending handoff `handoff_id` a new summary (and target, if given),
+    keeping its time and lifetime; False when it is no longer pending (read, expired, or
+    replaced by a newer one): a handoff read is never brought back."""
+    handoff_key = key(namespace, "handoff", user_id)
+
+    def revise(pipe: redis.client.Pipeline) -> bool:
+        raw: str | None = pipe.get(handoff_key)  # type: ignore[assignment]  # watching: runs now
+        handoff: Handoff | None = json.loads(opened(raw, handoff_key)) if raw else None
+        if handoff is None or handoff.get("id") != handoff_id:
+            return False
+        handoff["context_summary"] = clip(summary, 2000)
+        if to_channel:
+            handoff["to_channel"] = to_channel
+        pipe.multi()
+        value = sealed(namespace, user_id, json.dumps(handoff), handoff_key)
+        pipe.set(handoff_key, value, keepttl=True)
+        return True
+
+    revised: bool = get_redis().transaction(revise, handoff_key, value_from_callable=True)
+    return revised

@@ -1,4 +1,5 @@
-"""The key schema of the ephemeral layer, its lifetimes, and how its values are sealed."""
+"""The key schema of the ephemeral layer, its lifetimes, and how its values are sealed (each
+bound to the key it is stored at)."""
 
 from __future__ import annotations
 
@@ -38,11 +39,14 @@ def from_ms(value: float) -> datetime:
     return datetime.fromtimestamp(value / 1000, tz=UTC)
 
 
-def sealed(namespace: str, user_id: str | None, value: str, *, deterministic: bool = False) -> str:
-    """`value` as stored for the tenant (sealed under the user's key when encrypted)."""
-    return seal(namespace, user_id, SEALED_KIND, value, deterministic=deterministic)
+def sealed(
+    namespace: str, user_id: str | None, value: str, at: str, *, deterministic: bool = False
+) -> str:
+    """`value` as stored at the Redis key `at` for the tenant: sealed under the user's key
+    when encrypted, bound to that key (a value moved to another key does not open)."""
+    return seal(namespace, user_id, SEALED_KIND, value, at, deterministic=deterministic)
 
 
-def opened(value: str) -> str:
-    """A stored value as plaintext."""
-    return open_text(value, SEALED_KIND)
+def opened(value: str, at: str) -> str:
+    """A value stored at the Redis key `at`, as plaintext."""
+    return open_text(value, SEALED_KIND, at)

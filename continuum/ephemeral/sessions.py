@@ -48,7 +48,7 @@ def active_sessions(namespace: str) -> list[ActiveSession]:
             user_id=info.get("user_id") or None,
             started_at=info.get("started_at"),
             last_active=from_ms(score).isoformat(),
-            topic=opened(topic) if topic else topic,
+            topic=opened(topic, key(namespace, "topic", channel)) if topic else topic,
         )
         for (channel, score), info, topic in zip(channels, replies[::2], replies[1::2], strict=True)
         if info

@@ -73,10 +73,10 @@ class LiveTurn:
     entities: list[str]
 
 
-def _sealed(turn: LiveTurn, value: str | None) -> str:
-    """`value` as stored for the turn's tenant: deterministically sealed when encrypted, so a
-    redelivered turn re-adds the same member."""
-    return sealed(turn.namespace, turn.user_id, value or "", deterministic=True)
+def _sealed(turn: LiveTurn, value: str | None, at: str) -> str:
+    """`value` as stored at the key `at` for the turn's tenant: deterministically sealed when
+    encrypted, so a redelivered turn re-adds the same member."""
+    return sealed(turn.namespace, turn.user_id, value or "", at, deterministic=True)
 
 
 def _recent_entry(turn: LiveTurn) -> str:
@@ -121,15 +121,18 @@ def record_turns(turns: Sequence[LiveTurn], pipe: redis.client.Pipeline | None =
         topics = [turn for turn in group if turn.topic]
         if topics:
             topic = topics[-1]
-            p.set(key(namespace, "topic", channel), _sealed(topic, topic.topic), ex=TOPIC_TTL_S)
+            topic_key = key(namespace, "topic", channel)
+            p.set(topic_key, _sealed(topic, topic.topic, topic_key), ex=TOPIC_TTL_S)
         recent = key(namespace, "recent", channel)
-        p.zadd(recent, {_sealed(turn, _recent_entry(turn)): ms(turn.at) for turn in group})
+        p.zadd(recent, {_sealed(turn, _recent_entry(turn), recent): ms(turn.at) for turn in group})
         p.zremrangebyrank(recent, 0, -(RECENT_SIZE + 1))
         p.expire(recent, RECENT_TTL_S)
     for (namespace, session_id), group in sessions.items():
         latest_ms = max(ms(turn.at) for turn in group)
         transcript = key(namespace, "transcript", session_id)
-        p.zadd(transcript, {_sealed(turn, _buffered(turn)): ms(turn.at) for turn in group})
+        p.zadd(
+            transcript, {_sealed(turn, _buffered(turn), transcript): ms(turn.at) for turn in group}
+        )
         p.zremrangebyscore(transcript, "-inf", latest_ms - TRANSCRIPT_WINDOW_S * 1000 - 1)
         p.zremrangebyrank(transcript, 0, -(TRANSCRIPT_MAX_TURNS + 1))
         p.expire(transcript, TRANSCRIPT_TTL_S)
@@ -140,14 +143,17 @@ def record_turns(turns: Sequence[LiveTurn], pipe: redis.client.Pipeline | None =
 
 def recent_messages(namespace: str, channel: str) -> list[dict[str, Any]]:
     """The last 10 messages of a channel, oldest first (R4)."""
-    raw = get_redis().zrange(key(namespace, "recent", channel), 0, -1)
-    return [json.loads(opened(item)) for item in raw]
+    recent = key(namespace, "recent", channel)
+    return [json.loads(opened(item, recent)) for item in get_redis().zrange(recent, 0, -1)]
 
 
 def transcript(namespace: str, session_id: str) -> list[BufferedTurn]:
     """The session's transcript buffer in event-time order (R44)."""
-    raw = get_redis().zrange(key(namespace, "transcript", session_id), 0, -1)
-    return [BufferedTurn(**json.loads(opened(item))) for item in raw]
+    buffer = key(namespace, "transcript", session_id)
+    return [
+        BufferedTurn(**json.loads(opened(item, buffer)))
+        for item in get_redis().zrange(buffer, 0, -1)
+    ]
 
 
 def add_stored_keys(

@@ -31,6 +31,7 @@ from continuum.config import get_settings
 from continuum.inference import usage
 from continuum.inference.prompts.base import Prompt
 from continuum.inference.tokenizer import count_tokens
+from continuum.observability import tracing
 from continuum.store import metrics
 
 log = logging.getLogger(__name__)
@@ -123,7 +124,8 @@ class OpenAICompatibleLLM:
         """POST within the call's deadline (a `time.monotonic()` value). Past it the client
         is closed, which drops its connections (the abandoned request ends with them), and a
         fresh one is used next."""
-        call = self._calls.submit(self._client.post, "/chat/completions", json=body)
+        # On the pool's thread, the request stays in the caller's trace (tracing.carry).
+        call = self._calls.submit(tracing.carry(self._client.post), "/chat/completions", json=body)
         try:
             return call.result(timeout=max(0.0, deadline - time.monotonic()))
         except FutureTimeout:
@@ -196,16 +198,20 @@ class OpenAICompatibleLLM:
             raise LLMOverBudget(f"{namespace} spent its daily LLM token budget")
         call = usage.CallRecord(namespace, session_id, self.model, prompt.name, prompt.version)
         started = time.monotonic()
-        try:
-            return self._ask(prompt, prompt.messages(lines, context), started, call)
-        except LLMError as exc:
-            if isinstance(exc, LLMTimeout):
-                call.outcome = "timeout"
-            call.error = str(exc)[:MAX_ECHOED_CHARS]
-            raise
-        finally:
-            call.latency_ms = round((time.monotonic() - started) * 1000)
-            usage.record(call)
+        traced = {"gen_ai.request.model": self.model, "continuum.prompt": prompt.name}
+        with tracing.span("continuum.llm", "internal", traced) as span:
+            try:
+                return self._ask(prompt, prompt.messages(lines, context), started, call)
+            except LLMError as exc:
+                if isinstance(exc, LLMTimeout):
+                    call.outcome = "timeout"
+                call.error = str(exc)[:MAX_ECHOED_CHARS]
+                raise
+            finally:
+                call.latency_ms = round((time.monotonic() - started) * 1000)
+                usage.record(call)
+                if span is not None:
+                    span.set_attribute("continuum.llm.outcome", call.outcome)
 
     def _ask(
         self,

@@ -19,14 +19,16 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session as DbSession
 
 from continuum.config import get_settings
-from continuum.sealing.envelope import seal_optional
+from continuum.sealing.envelope import seal
 from continuum.store import metrics
+from continuum.store.bulk import allocate_ids
 from continuum.store.engine import session_scope
 from continuum.store.models import LlmCall
 
 log = logging.getLogger(__name__)
 Outcome = Literal["ok", "repaired", "fallback", "error", "timeout"]
 ANSWERED: tuple[Outcome, ...] = ("ok", "repaired")
+ERROR_KIND = "llm_calls.error"
 OUTCOME_COUNTERS = {
     "fallback": metrics.LLM_BAD_OUTPUT,
     "error": metrics.LLM_ERRORS,
@@ -58,8 +60,11 @@ def record(call: CallRecord) -> None:
         with session_scope() as db:
             # An error may quote the model's answer about the conversation: sealed for an
             # encrypted tenant like the conversation itself.
-            error = seal_optional(call.namespace, None, "llm_calls.error", call.error)
-            db.add(LlmCall(**{**asdict(call), "error": error}))
+            row: dict[str, Any] = {}
+            if call.error is not None and get_settings().is_encrypted(call.namespace):
+                (row["id"],) = allocate_ids(db, LlmCall, 1)  # what the sealed error is bound to
+                row["error"] = seal(call.namespace, None, ERROR_KIND, call.error, row["id"])
+            db.add(LlmCall(**{**asdict(call), **row}))
     except SQLAlchemyError as exc:
         log.warning("LLM call of %s not recorded: %s", call.namespace, exc)
     metrics.incr(metrics.LLM_CALLS)
@@ -128,29 +133,29 @@ class Budget:
         return self.budget is not None and self.used_today >= self.budget
 
 
-def usage_since(db: DbSession, since: datetime) -> list[Usage]:
-    """Per tenant and model, every call since `since`."""
+def usage_since(db: DbSession, since: datetime, namespaces: list[str] | None = None) -> list[Usage]:
+    """Per tenant and model, every call since `since` (of `namespaces`, or every tenant)."""
 
     def outcome(name: Outcome) -> Any:
         return func.count().filter(LlmCall.outcome == name)
 
+    stmt = select(
+        LlmCall.namespace,
+        LlmCall.model,
+        func.count(),
+        func.sum(LlmCall.prompt_tokens),
+        func.sum(LlmCall.completion_tokens),
+        outcome("ok"),
+        outcome("repaired"),
+        outcome("fallback"),
+        outcome("error"),
+        outcome("timeout"),
+        func.avg(LlmCall.latency_ms),
+    ).where(LlmCall.created_at >= since)
+    if namespaces is not None:
+        stmt = stmt.where(LlmCall.namespace.in_(namespaces))
     rows = db.execute(
-        select(
-            LlmCall.namespace,
-            LlmCall.model,
-            func.count(),
-            func.sum(LlmCall.prompt_tokens),
-            func.sum(LlmCall.completion_tokens),
-            outcome("ok"),
-            outcome("repaired"),
-            outcome("fallback"),
-            outcome("error"),
-            outcome("timeout"),
-            func.avg(LlmCall.latency_ms),
-        )
-        .where(LlmCall.created_at >= since)
-        .group_by(LlmCall.namespace, LlmCall.model)
-        .order_by(LlmCall.namespace, LlmCall.model)
+        stmt.group_by(LlmCall.namespace, LlmCall.model).order_by(LlmCall.namespace, LlmCall.model)
     )
     return [
         Usage(
@@ -170,9 +175,13 @@ def usage_since(db: DbSession, since: datetime) -> list[Usage]:
     ]
 
 
-def budgets(db: DbSession, namespaces: list[str]) -> list[Budget]:
-    """Today's tokens beside the daily budget, for `namespaces` and every tenant that made
-    calls today."""
+def budgets(db: DbSession, namespaces: list[str], *, only: bool = False) -> list[Budget]:
+    """Today's tokens beside the daily budget, for `namespaces` and (unless `only`) every
+    tenant that made calls today."""
     budget = get_settings().llm_daily_token_budget
-    used = {**dict.fromkeys(namespaces, 0), **tokens_today(db)}
+    used = (
+        tokens_today(db, namespaces)
+        if only
+        else {**dict.fromkeys(namespaces, 0), **tokens_today(db)}
+    )
     return [Budget(namespace, used[namespace], budget) for namespace in sorted(used)]

@@ -1,6 +1,7 @@
 """Applying one planned step in Postgres: merge, supersede, quarantine, compress, decay,
-prune, archive, or rewrite `MEMORY.md`. Each step re-checks its preconditions, so a row
-changed since planning is left alone; the caller's transaction holds the step."""
+prune, archive, expire raw messages past their retention, or rewrite `MEMORY.md`. Each step
+re-checks its preconditions, so a row changed since planning is left alone; the caller's
+transaction holds the step."""
 
 from __future__ import annotations
 
@@ -13,10 +14,10 @@ from sqlalchemy.orm import Session as DbSession
 
 from continuum.domain.kinds import MemoryKind
 from continuum.domain.memory import MemoryCandidate
-from continuum.maintenance.purge import purge_redis
+from continuum.maintenance.purge import delete_memories, purge_redis
+from continuum.maintenance.retention import expire_messages
 from continuum.maintenance.rules import (
     KIND_PARAMS,
-    PLAN_KIND,
     PRUNE_WHERE,
     TRIGGER,
     Action,
@@ -25,7 +26,6 @@ from continuum.maintenance.rules import (
 from continuum.maintenance.workspace import write_memory_md
 from continuum.memory.claims import quarantine, reinforce, supersede
 from continuum.memory.writer import WriteScope, store_memories
-from continuum.sealing.envelope import open_text
 
 
 def _compress(db: DbSession, namespace: str, action: Action) -> int:
@@ -39,7 +39,7 @@ def _compress(db: DbSession, namespace: str, action: Action) -> int:
     kind: MemoryKind = action["kind"]
     candidate = MemoryCandidate(
         kind=kind,
-        content=open_text(action["content"], PLAN_KIND),
+        content=action["content"],
         tags=[action["tag"], "source:system"],
         importance=5,
         confidence=0.8,
@@ -76,25 +76,21 @@ def _prune(db: DbSession, namespace: str, action: Action) -> int:
     ).all()
     if not ids:
         return 0
-    db.execute(
-        text(
-            "UPDATE memory_log SET details = coalesce((SELECT jsonb_object_agg(k, v) FROM "
-            "jsonb_each(details) AS e(k, v) WHERE k ~ '(^|_)ids?$'), '{}') || '{\"purged\": true}' "
-            "WHERE namespace = :ns AND memory_id = ANY(:ids)"
-        ),
-        {"ns": namespace, "ids": list(ids)},
-    )
     if reason == "forgotten":
         db.execute(
             text("DELETE FROM tasks WHERE namespace = :ns AND tags && :tags"),
             {"ns": namespace, "tags": [f"memory:{i}" for i in ids]},
         )
         purge_redis(namespace, ids)
-    return _update_ids(db, "DELETE FROM memories WHERE id = ANY(:ids)", {"ids": list(ids)})
+    return delete_memories(db, namespace, ids)
 
 
-def apply_step(db: DbSession, namespace: str, action: Action, config: MaintenanceConfig) -> int:
-    """Apply one planned step in the caller's transaction; returns rows it changed."""
+def apply_step(
+    db: DbSession, namespace: str, action: Action, config: MaintenanceConfig
+) -> int | dict[str, int]:
+    """Apply one planned step (as planned: opened, `opened_step`) in the caller's
+    transaction; returns rows it changed (by what they count under, for a step with several
+    effects)."""
     op = action["op"]
     if op == "merge":
         return len(action["ids"]) if reinforce(db, action["keep"], action["ids"], TRIGGER) else 0
@@ -121,6 +117,8 @@ def apply_step(db: DbSession, namespace: str, action: Action, config: Maintenanc
             "WHERE id = ANY(:ids) AND status = 'active'",
             {"ids": action["ids"]},
         )
+    if op == "expire_messages":
+        return expire_messages(db, namespace, action)
     if op == "memory_md":
         return write_memory_md(db, namespace, Path(action["path"]), config.memory_md_items)
     raise ValueError(f"unknown maintenance step {op!r}")

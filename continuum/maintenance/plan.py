@@ -12,9 +12,10 @@ from sqlalchemy.orm import Session as DbSession
 
 from continuum.domain.memory import DIGEST_KINDS, MAX_CONTENT_CHARS
 from continuum.domain.text import clip
+from continuum.maintenance.retention import plan_expiry
 from continuum.maintenance.rules import (
+    KEPT_APART,
     KIND_PARAMS,
-    PLAN_KIND,
     PRUNE_WHERE,
     RECENT,
     Action,
@@ -22,7 +23,7 @@ from continuum.maintenance.rules import (
 )
 from continuum.maintenance.workspace import memory_md_path
 from continuum.memory.claims import CLAIM_COLUMNS, ClaimState, decide
-from continuum.sealing.envelope import UNREADABLE, read_text, seal
+from continuum.sealing.envelope import UNREADABLE, read_text
 from continuum.store.engine import session_scope
 
 _TOPIC = "(SELECT t FROM unnest(tags) AS t WHERE t LIKE 'topic:%' LIMIT 1)"
@@ -97,19 +98,20 @@ def _plan_duplicates(
     db: DbSession, params: dict[str, Any], config: MaintenanceConfig, removed: set[int]
 ) -> list[Action]:
     """Near-identical memories (cosine ≥ threshold) of the same user, kind and key (or topic
-    when keyless); claims are left to `_plan_claims`, since 3 and 4 grandchildren embed alike."""
+    when keyless); claims are left to `_plan_claims`, since 3 and 4 grandchildren embed alike;
+    digests and the kinds the registry keeps apart (documents) are never merged."""
     pairs = db.execute(
         text(
             f"WITH c AS MATERIALIZED (SELECT id, coalesce(user_id, '') AS u, kind, {_GROUP} AS g, "
             "embedding, trust, corroboration, created_at FROM memories WHERE namespace = :ns "
             "AND status = 'active' AND embedding IS NOT NULL AND claim_predicate IS NULL "
-            "AND NOT private AND kind <> ALL(:digests)) "
+            "AND NOT private AND kind <> ALL(:apart)) "
             "SELECT a.id AS a, b.id AS b FROM c AS a JOIN c AS b ON a.u = b.u AND a.kind = b.kind "
             "AND a.g = b.g AND a.id < b.id WHERE (a.embedding <=> b.embedding) <= :max_distance"
         ),
         {
             **params,
-            "digests": sorted(DIGEST_KINDS),
+            "apart": sorted(DIGEST_KINDS | KEPT_APART),
             "max_distance": 1 - config.duplicate_similarity,
         },
     ).all()
@@ -170,7 +172,7 @@ def _plan_clusters(
             for i, sealed in zip(group.ids, group.contents, strict=True)
             if i not in removed
             # a damaged member (logged) stays as it is, out of the summary
-            and (content := read_text(sealed, "memories.content")) != UNREADABLE
+            and (content := read_text(sealed, "memories.content", i)) != UNREADABLE
         ]
         if group.topic is None or len(members) < config.cluster_min_size:
             continue
@@ -185,10 +187,8 @@ def _plan_clusters(
                 "kind": group.kind,
                 "user_id": group.user_id,
                 "tag": group.topic,
-                # the plan is stored (maintenance_runs): sealed like the memories it quotes
-                "content": seal(
-                    params["ns"], group.user_id, PLAN_KIND, clip(summary, MAX_CONTENT_CHARS)
-                ),
+                # sealed like the memories it quotes when the plan is stored (`stored_plan`)
+                "content": clip(summary, MAX_CONTENT_CHARS),
             }
         )
         removed.update(i for i, _ in members)
@@ -272,4 +272,5 @@ def plan(
             {"op": "archive", "ids": ids}
             for ids in _plan_ids(db, cutoff, archive, removed, config.step_size)
         ]
+        actions += plan_expiry(db, namespace, params["now"], config.step_size)  # R80
     return [*actions, {"op": "memory_md", "path": str(memory_md_path(namespace))}]

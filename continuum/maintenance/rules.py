@@ -7,10 +7,30 @@ from dataclasses import dataclass
 from typing import Any
 
 from continuum.domain.kinds import kind_names
+from continuum.sealing.envelope import open_text, seal
 
 Action = dict[str, Any]
 TRIGGER = "maintenance"
 PLAN_KIND = "maintenance_runs.plan"
+
+
+def stored_plan(namespace: str, steps: list[Action], run_id: int) -> list[Action]:
+    """The plan as its run keeps it (`maintenance_runs.plan`): a compress step's summary
+    quotes the memories it joins, so it is sealed like them (their owner's key), bound to
+    the run."""
+    return [
+        {**step, "content": seal(namespace, step["user_id"], PLAN_KIND, step["content"], run_id)}
+        if step["op"] == "compress"
+        else step
+        for step in steps
+    ]
+
+
+def opened_step(step: Action, run_id: int) -> Action:
+    """A stored step of the run `run_id` as planned."""
+    if step["op"] != "compress":
+        return step
+    return {**step, "content": open_text(step["content"], PLAN_KIND, run_id)}
 
 
 @dataclass(frozen=True)
@@ -43,6 +63,8 @@ KIND_PARAMS = {
     "slow_decay": list(kind_names(lambda spec: spec.slow_decay)),
     "archived_kinds": list(kind_names(lambda spec: spec.archived_when_old)),
 }
+# Kinds never merged with a near-identical memory (documents: each is its own path and key).
+KEPT_APART = frozenset(kind_names(lambda spec: not spec.merged_when_alike))
 # Which rows each prune reason removes; planning selects with it, applying re-checks it.
 PRUNE_WHERE = {
     "forgotten": "status = 'forgotten' AND updated_at < :cutoff",

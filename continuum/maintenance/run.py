@@ -16,10 +16,19 @@ from typing import Any
 import redis
 from sqlalchemy import select, text
 
+from continuum.config import get_settings
+from continuum.maintenance import retention
 from continuum.maintenance.apply import apply_step
 from continuum.maintenance.plan import plan
-from continuum.maintenance.rules import TRIGGER, Action, MaintenanceConfig
+from continuum.maintenance.rules import (
+    TRIGGER,
+    Action,
+    MaintenanceConfig,
+    opened_step,
+    stored_plan,
+)
 from continuum.redis_client import get_redis
+from continuum.store.bulk import allocate_ids
 from continuum.store.engine import session_scope
 from continuum.store.models import MaintenanceRun, MemoryLog
 
@@ -27,6 +36,9 @@ LOCK_KEY = "continuum:maintenance:lock:{namespace}"
 
 
 def planned_count(action: Action) -> int:
+    """The rows a step is planned to change (one for a step of one row or file)."""
+    if "rows" in action:  # a step that deletes up to so many rows, counted when planned
+        return int(action["rows"])
     return len(action.get("ids", ())) or 1
 
 
@@ -81,11 +93,13 @@ def _start(
             return None
     steps = plan(namespace, now, config)
     with session_scope() as db:
+        (run_id,) = allocate_ids(db, MaintenanceRun, 1)  # what its sealed steps are bound to
         run = MaintenanceRun(
+            id=run_id,
             namespace=namespace,
             week=week,
             attempt=(last.attempt + 1) if last is not None else 1,
-            plan=steps,
+            plan=stored_plan(namespace, steps, run_id),
             report={"planned": _tally(steps), "applied": {}},
         )
         db.add(run)
@@ -136,9 +150,10 @@ def _apply(run: MaintenanceRun, config: MaintenanceConfig, max_steps: int | None
     for index in range(position, end):
         action = run.plan[index]
         with session_scope() as db:
-            changed = apply_step(db, run.namespace, action, config)
-            name = _step_name(action)
-            applied[name] = applied.get(name, 0) + changed
+            changed = apply_step(db, run.namespace, opened_step(action, run.id), config)
+            counts = changed if isinstance(changed, dict) else {_step_name(action): changed}
+            for name, count in counts.items():
+                applied[name] = applied.get(name, 0) + count
             progress = db.execute(
                 text(
                     "UPDATE maintenance_runs SET applied = :next, report = jsonb_set(report, "
@@ -166,6 +181,7 @@ def _apply(run: MaintenanceRun, config: MaintenanceConfig, max_steps: int | None
                     details={"run_id": run.id, "week": run.week, **run.report, "applied": applied},
                 )
             )
+            retention.record(db, run.namespace, run.id, run.plan, applied)
     return RunReport(
         run.namespace,
         run.week,
@@ -179,8 +195,13 @@ def _apply(run: MaintenanceRun, config: MaintenanceConfig, max_steps: int | None
 
 
 def namespaces() -> list[str]:
+    """Every tenant with memories, and every tenant with sessions whose messages a retention
+    may expire (R80)."""
+    retention = get_settings().message_retention
     with session_scope() as db:
-        return list(db.scalars(text("SELECT DISTINCT namespace FROM memories ORDER BY 1")))
+        remembering = set(db.scalars(text("SELECT DISTINCT namespace FROM memories")))
+        talking = db.scalars(text("SELECT DISTINCT namespace FROM sessions"))
+        return sorted(remembering | {ns for ns in talking if retention(ns) is not None})
 
 
 def run_maintenance(
@@ -190,6 +211,6 @@ def run_maintenance(
     force: bool = False,
     config: MaintenanceConfig | None = None,
 ) -> list[RunReport]:
-    """Maintain one tenant, or every tenant that has memories."""
+    """Maintain one tenant, or every tenant `namespaces` lists."""
     targets = [namespace] if namespace else namespaces()
     return [maintain(ns, dry_run=dry_run, force=force, config=config) for ns in targets]

@@ -11,7 +11,7 @@ Rules, for two claims in force on the same subject+predicate:
   and `details.last_confirmed`; the repeat is kept only as a `merged` row linked to it;
 - different values → the later one (by event time) supersedes the earlier, unless it comes
   from a less trusted source: then the later one is quarantined (kept, not applied) and
-  listed by `conflicts()` for review.
+  listed by `conflicts()` for review, until a person `settle`s it (keeping either value).
 A session-scoped claim only competes inside its session; a claim with a bounded validity
 window (temporal, `valid_until` set) never overrides an open-ended one — it is an exception
 during its window — and an expired claim overrides nothing.
@@ -62,7 +62,7 @@ class ClaimState:
         return cls(
             id=row.id,
             # compared, never written again: a damaged value reads as UNREADABLE, equal to none
-            value=read_optional(row.claim_value, "memories.claim_value") or "",
+            value=read_optional(row.claim_value, "memories.claim_value", row.id) or "",
             scope=row.claim_scope or "global",
             session_id=row.session_id,
             valid_until=row.valid_until,
@@ -341,6 +341,7 @@ def _settle(db: DbSession, verdict: Verdict, new: _InForce, old: _InForce) -> No
 class Conflict:
     """A quarantined memory and the active one it contradicts."""
 
+    namespace: str
     quarantined_id: int
     quarantined: str
     quarantined_provenance: str
@@ -352,26 +353,37 @@ class Conflict:
     created_at: datetime
 
 
-def conflicts(db: DbSession, namespace: str, user_id: str | None = None) -> list[Conflict]:
-    """Open conflicts for review: quarantined memories beside what they contradict."""
+def conflicts(
+    db: DbSession,
+    namespace: str | Sequence[str],
+    user_id: str | None = None,
+    limit: int | None = None,
+    offset: int = 0,
+) -> list[Conflict]:
+    """Open conflicts for review, oldest first: quarantined memories of `namespace` (or of
+    several) beside what they contradict; a page of them with `limit` and `offset`."""
+    namespaces = [namespace] if isinstance(namespace, str) else list(namespace)
     result = db.execute(
         text(
-            "SELECT q.id, q.content, q.provenance, q.claim_subject, q.claim_predicate, "
-            "q.created_at, a.id AS a_id, a.content AS a_content, a.provenance AS a_provenance "
+            "SELECT q.namespace, q.id, q.content, q.provenance, q.claim_subject, "
+            "q.claim_predicate, q.created_at, a.id AS a_id, a.content AS a_content, "
+            "a.provenance AS a_provenance "
             "FROM memories q LEFT JOIN memories a "
             "ON a.id = CAST(q.details->>'conflicts_with' AS bigint) "
-            "WHERE q.namespace = :ns AND q.status = 'quarantined' "
-            "AND (CAST(:uid AS text) IS NULL OR q.user_id = :uid) ORDER BY q.created_at, q.id"
+            "WHERE q.namespace = ANY(:ns) AND q.status = 'quarantined' "
+            "AND (CAST(:uid AS text) IS NULL OR q.user_id = :uid) ORDER BY q.created_at, q.id "
+            "LIMIT :limit OFFSET :offset"
         ),
-        {"ns": namespace, "uid": user_id},
+        {"ns": namespaces, "uid": user_id, "limit": limit, "offset": offset},
     )
     return [
         Conflict(
+            namespace=r.namespace,
             quarantined_id=r.id,
-            quarantined=read_text(r.content, "memories.content"),
+            quarantined=read_text(r.content, "memories.content", r.id),
             quarantined_provenance=r.provenance,
             active_id=r.a_id,
-            active=read_optional(r.a_content, "memories.content"),
+            active=read_optional(r.a_content, "memories.content", r.a_id),
             active_provenance=r.a_provenance,
             subject=r.claim_subject,
             predicate=r.claim_predicate,
@@ -379,3 +391,63 @@ def conflicts(db: DbSession, namespace: str, user_id: str | None = None) -> list
         )
         for r in result
     ]
+
+
+@dataclass(frozen=True)
+class Settled:
+    """How a person settled a conflict: the memory kept, and those it superseded."""
+
+    namespace: str
+    kept: int | None  # None: the quarantined memory had no record of what it contradicted
+    superseded: list[int]
+
+
+def settle(
+    db: DbSession, namespaces: Sequence[str], quarantined_id: int, keep_quarantined: bool
+) -> Settled | None:
+    """A person settles the conflict of the quarantined memory `quarantined_id` (in one of
+    `namespaces`; None when there is no such conflict). Keeping it makes it active and
+    supersedes the memories in force on its claim (the one it contradicted among them);
+    otherwise it is superseded by the memory it contradicted. Logged as `settle`."""
+    row = db.execute(
+        text(
+            "SELECT id, namespace, user_id, claim_subject, claim_predicate, "
+            "CAST(details->>'conflicts_with' AS bigint) AS other FROM memories "
+            "WHERE id = :id AND namespace = ANY(:ns) AND status = 'quarantined' FOR UPDATE"
+        ),
+        {"id": quarantined_id, "ns": list(namespaces)},
+    ).first()
+    if row is None:
+        return None
+    if not keep_quarantined:
+        db.execute(
+            text(
+                "UPDATE memories SET status = 'superseded', superseded_by = :other, "
+                "updated_at = now() WHERE id = :id"
+            ),
+            {"id": row.id, "other": row.other},
+        )
+        _log(db, row.namespace, "settle", row.id, {"kept": row.other}, "review")
+        metrics.incr_on_commit(db, metrics.MEMORIES_SUPERSEDED)
+        return Settled(row.namespace, row.other, [row.id])
+    lock_claims(db, [claim_lock_key(row.namespace, row.user_id, row.claim_subject,
+                                    row.claim_predicate)])  # fmt: skip
+    in_force = db.scalars(
+        text(
+            "SELECT id FROM memories WHERE namespace = :ns AND user_id IS NOT DISTINCT FROM :uid "
+            "AND lower(claim_subject) = lower(:subject) AND lower(claim_predicate) = "
+            "lower(:predicate) AND status = 'active' ORDER BY id"
+        ),
+        {"ns": row.namespace, "uid": row.user_id, "subject": row.claim_subject,
+         "predicate": row.claim_predicate},
+    ).all()  # fmt: skip
+    db.execute(
+        text(
+            "UPDATE memories SET status = 'active', updated_at = now(), "
+            "details = details - 'conflicts_with' WHERE id = :id"
+        ),
+        {"id": row.id},
+    )
+    superseded = [old for old in in_force if supersede(db, old, row.id, "review")]
+    _log(db, row.namespace, "settle", row.id, {"kept": row.id, "superseded": superseded}, "review")
+    return Settled(row.namespace, row.id, superseded)

@@ -7,9 +7,9 @@ The tools' names and argument models (what a client sees) are `continuum.memory.
 
 Writes go through the memory writer, so a stored claim supersedes, reinforces or is
 quarantined like any other (R24/R29). After a write in a live session its key joins the
-keys the session stored (R45: neither the LLM's chunks nor session end store it again) and
-the change is published on `continuum:{namespace}:memory-changed` so the runtime can
-refresh its context.
+keys the session stored (R45: neither the LLM's chunks nor session end store it again); in a
+session or not, the change is published on `continuum:{namespace}:memory-changed` so live
+runtimes (a call on another channel, say) can refresh their context.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from sqlalchemy import func, or_, select, update
 from sqlalchemy.orm import Session as DbSession
 
 from continuum.domain.kinds import MemoryKind
-from continuum.domain.memory import Provenance
+from continuum.domain.memory import Claim, ClaimScope, MemoryCandidate, Provenance
 from continuum.domain.text import find_time_expression, snake
 from continuum.ephemeral.notify import notify_memory_changed
 from continuum.ephemeral.turns import add_stored_keys
@@ -133,25 +133,16 @@ class MemoryTools:
             source_id=f"tool:{self._call_id}",
             session_id=self.ctx.session_id,
         )
-        stored = store_memories(db, [(self.ctx, candidate)], columns)
-        ikey = stored_idempotency_key(self.ctx.namespace, candidate)
-        row = db.execute(
-            select(Memory.id, Memory.status, Memory.superseded_by).where(
-                Memory.namespace == self.ctx.namespace, Memory.idempotency_key == ikey
-            )
-        ).one()
-        status = stored[0].status if stored else "duplicate"
-        return (row.superseded_by if status == "merged" else row.id), status
+        return _insert(db, self.ctx, candidate, columns)
 
     def _notify(self, memory_ids: list[int], action: str, key: str | None = None) -> None:
-        """Tell a live session about a committed write: `key` joins its stored keys, and
-        the change is published."""
-        if not self.ctx.session_id:
-            return
+        """Tell live sessions about a committed write: `key` joins the stored keys of this
+        tool's session (if it has one), and the change is published."""
+        ctx = self.ctx
         try:
-            if key:
-                add_stored_keys(self.ctx.namespace, self.ctx.session_id, [key])
-            notify_memory_changed(self.ctx.namespace, self.ctx.session_id, memory_ids, action)
+            if key and ctx.session_id:
+                add_stored_keys(ctx.namespace, ctx.session_id, [key])
+            notify_memory_changed(ctx.namespace, ctx.session_id, memory_ids, action, ctx.user_id)
         except redis.RedisError as exc:  # the write is committed; the rest is best effort
             log.warning("telling the live session about a memory write failed: %s", exc)
 
@@ -215,18 +206,7 @@ class MemoryTools:
                     old.confidence if args.confidence is None else args.confidence,
                     {"version": old.version + 1, "private": old.private},
                 )
-                old.superseded_by = memory_id
-                metrics.incr_on_commit(db, metrics.MEMORIES_UPDATED)
-                metrics.incr_on_commit(db, metrics.MEMORIES_SUPERSEDED)
-                db.add(
-                    MemoryLog(
-                        namespace=old.namespace,
-                        action="update",
-                        memory_id=old.id,
-                        trigger="tool",
-                        details={"new_memory_id": memory_id, "version": old.version + 1},
-                    )
-                )
+                _superseded_by(db, old, memory_id, "tool")
                 response = {
                     "success": True,
                     "memoryId": memory_id,
@@ -235,6 +215,53 @@ class MemoryTools:
                     "version": old.version + 1,
                 }
         self._notify([memory_id], str(response["action"]), args.existing_key)
+        return response
+
+    def revise(self, memory_id: int, content: str) -> dict[str, Any]:
+        """Edit one memory by id (a person fixing it, in Mission Control): a new version
+        with `content` supersedes it, with its kind, key, owner, session, channel, tags,
+        importance, privacy and source turns, and its claim (valued `content`). The answer
+        is a tool's: `{success, memoryId, previousMemoryId, version}`, or `{success: false}`
+        when no active memory of this scope has the id. Raises ValueError for content the
+        kind cannot hold."""
+        with session_scope() as db:
+            old = db.scalars(
+                self._scoped(select(Memory))
+                .where(Memory.id == memory_id, Memory.status == "active")
+                .with_for_update()
+            ).first()
+            if old is None:
+                return {"success": False, "message": f"no active memory with id {memory_id}"}
+            claim = None
+            if old.claim_subject and old.claim_predicate:
+                claim = Claim(subject=old.claim_subject, predicate=old.claim_predicate,
+                              value=content, scope=cast(ClaimScope, old.claim_scope or "global"),
+                              valid_from=old.valid_from, valid_until=old.valid_until)  # fmt: skip
+            try:
+                candidate = MemoryCandidate(
+                    kind=cast(MemoryKind, old.kind),
+                    content=content,
+                    tags=list(old.tags),
+                    importance=old.importance,
+                    confidence=old.confidence,
+                    provenance=self.provenance,
+                    claim=claim,
+                    # a row is edited once (then it is superseded): one key per edit
+                    source_message_ids=list(old.source_message_ids) or [f"edit:{old.id}"],
+                    trigger=f"edit:{old.id}",
+                    details={"edited_from": old.id},
+                )
+            except ValidationError as exc:
+                raise ValueError(validation_problems(exc)) from None
+            old.status = "superseded"
+            db.flush()
+            scope = WriteScope(old.namespace, old.session_id, old.user_id, old.channel)
+            columns = {"key": old.key, "version": old.version + 1, "private": old.private}
+            new_id, _ = _insert(db, scope, candidate, columns)
+            _superseded_by(db, old, new_id, "review")
+            response = {"success": True, "memoryId": new_id, "previousMemoryId": old.id,
+                        "version": old.version + 1}  # fmt: skip
+        self._notify([new_id], "updated", old.key)
         return response
 
     def _set(self, args: MemoryTarget, values: dict[str, Any], action: str) -> dict[str, Any]:
@@ -296,6 +323,38 @@ class MemoryTools:
                 for m in db.scalars(stmt)
             ]
         return {"success": True, "memories": memories}
+
+
+def _insert(
+    db: DbSession, scope: WriteScope, candidate: MemoryCandidate, columns: dict[str, Any] | None
+) -> tuple[int, str]:
+    """Store one memory; returns (id of the memory in force, status of the write)."""
+    stored = store_memories(db, [(scope, candidate)], columns)
+    ikey = stored_idempotency_key(scope.namespace, candidate)
+    row = db.execute(
+        select(Memory.id, Memory.status, Memory.superseded_by).where(
+            Memory.namespace == scope.namespace, Memory.idempotency_key == ikey
+        )
+    ).one()
+    status = stored[0].status if stored else "duplicate"
+    return (row.superseded_by if status == "merged" else row.id), status
+
+
+def _superseded_by(db: DbSession, old: Memory, memory_id: int, trigger: str) -> None:
+    """`old` (already `superseded`) now points at its new version `memory_id`: counted and
+    logged as an update."""
+    old.superseded_by = memory_id
+    metrics.incr_on_commit(db, metrics.MEMORIES_UPDATED)
+    metrics.incr_on_commit(db, metrics.MEMORIES_SUPERSEDED)
+    db.add(
+        MemoryLog(
+            namespace=old.namespace,
+            action="update",
+            memory_id=old.id,
+            trigger=trigger,
+            details={"new_memory_id": memory_id, "version": old.version + 1},
+        )
+    )
 
 
 _STATUS_MESSAGES = {

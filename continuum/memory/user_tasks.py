@@ -6,6 +6,15 @@ list. Reminders and commitments captured from conversation become tasks as they 
 `memory:<id>`, due when capture resolved its time phrase to be, and none when an active
 task with the same title already exists or when the memory restates a task of the same
 session (the assistant confirming the reminder the user asked for).
+
+A tenant that confirms tasks (`CONTINUUM_CONFIRM_TASKS`, `_CONFIRM_TASKS_TENANTS`) gets each
+such task as a suggestion instead: a row of `tasks` tagged `suggestion:open` (status
+`pending`, shown as `suggested`), listed by no task listing and shown in the context block so
+the agent asks, until the runtime confirms it (its tag becomes `suggestion:confirmed`: one
+`pending` task) or dismisses it (`suggestion:dismissed`, status `cancelled`, shown as
+`dismissed`: never a task). The tag, not a status, marks it: the table's statuses are a
+task's, and a suggestion needs no schema change. Waiting for its answer, it counts as taken
+for the duplicate check, and a restatement joins it, as a pending task would.
 """
 
 from __future__ import annotations
@@ -16,26 +25,47 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal, get_args
 
-from sqlalchemy import Select, Text, cast, or_, select, text
+from sqlalchemy import (
+    ColumnElement,
+    Select,
+    Text,
+    any_,
+    cast,
+    literal,
+    not_,
+    or_,
+    select,
+    text,
+    true,
+)
 from sqlalchemy.orm import Session as DbSession
 
 from continuum.capture.summarize import Said, restates
+from continuum.config import get_settings
 from continuum.domain.kinds import kind_names
 from continuum.domain.text import find_time_expression
 from continuum.sealing.envelope import read_text, seal, seal_optional
-from continuum.store.bulk import insert_rows
+from continuum.store.bulk import allocate_ids, insert_rows
 from continuum.store.engine import session_scope
 from continuum.store.models import UserTask
 
 TaskStatus = Literal["pending", "in_progress", "blocked", "done", "cancelled"]
 TASK_STATUSES: tuple[str, ...] = get_args(TaskStatus)
 ACTIVE_STATUSES = ("pending", "in_progress", "blocked")
+# The tags of a suggested task: waiting for the user's answer, dismissed (neither is a
+# task), confirmed (a task).
+SUGGESTED, DISMISSED, CONFIRMED = "suggestion:open", "suggestion:dismissed", "suggestion:confirmed"
+NOT_TASKS = (SUGGESTED, DISMISSED)
 TASK_KINDS = frozenset(kind_names(lambda spec: spec.becomes_task))
 MIN_PREFIX = 4
 
 
 class TaskNotFound(LookupError):
     """No task (or more than one) matches the given id or id prefix."""
+
+
+class SuggestionAnswered(ValueError):
+    """The suggestion already got the other answer (confirmed, or dismissed)."""
 
 
 @dataclass(frozen=True)
@@ -53,11 +83,12 @@ class TaskView:
 
     @classmethod
     def of(cls, task: UserTask) -> TaskView:
+        shown = {SUGGESTED: "suggested", DISMISSED: "dismissed"}
         return cls(
             task_id=str(task.task_id),
             title=task.title,
             description=task.description,
-            status=task.status,
+            status=next((shown[t] for t in task.tags if t in shown), task.status),
             user_id=task.user_id,
             created_channel=task.created_channel,
             created_at=task.created_at,
@@ -80,12 +111,14 @@ def create_task(
     if not title.strip():
         raise ValueError("a task needs a title")
     with session_scope() as db:
+        (row_id,) = allocate_ids(db, UserTask, 1)  # what its sealed text is bound to
         task = UserTask(
+            id=row_id,
             namespace=namespace,
             task_id=uuid.uuid4(),
             user_id=user_id,
-            title=seal(namespace, user_id, "tasks.title", title.strip(), deterministic=True),
-            description=seal_optional(namespace, user_id, "tasks.description", description),
+            title=seal(namespace, user_id, "tasks.title", title.strip(), row_id),
+            description=seal_optional(namespace, user_id, "tasks.description", description, row_id),
             status="pending",
             created_channel=channel,
             due_at=due_at,
@@ -97,7 +130,13 @@ def create_task(
         return TaskView.of(task)
 
 
-def _find(db: DbSession, namespace: str, task_id: str) -> UserTask:
+def _tagged(*tags: str) -> ColumnElement[bool]:
+    """Tasks with any of `tags`."""
+    return or_(*(literal(tag) == any_(UserTask.tags) for tag in tags))
+
+
+def _find(db: DbSession, namespace: str, task_id: str, suggestions: bool = False) -> UserTask:
+    """The task (id or unique id prefix), locked; suggestions only when asked for."""
     prefix = task_id.strip().lower()
     if len(prefix) < MIN_PREFIX:
         raise TaskNotFound(f"task id {task_id!r} is too short: give at least {MIN_PREFIX} chars")
@@ -106,6 +145,7 @@ def _find(db: DbSession, namespace: str, task_id: str) -> UserTask:
         .where(
             UserTask.namespace == namespace,
             cast(UserTask.task_id, Text).startswith(prefix),
+            true() if suggestions else not_(_tagged(*NOT_TASKS)),
         )
         .limit(2)
         .with_for_update()
@@ -132,33 +172,66 @@ def complete_task(namespace: str, task_id: str) -> TaskView:
     return set_status(namespace, task_id, "done")
 
 
+def answer_suggestion(namespace: str, task_id: str, *, confirm: bool) -> TaskView:
+    """Confirm a suggested task (id or unique id prefix: it becomes a `pending` task) or
+    dismiss it (`dismissed`: never a task). The same answer again changes nothing (a task
+    confirmed once stays one task); the other raises `SuggestionAnswered`."""
+    answer = CONFIRMED if confirm else DISMISSED
+    with session_scope() as db:
+        task = _find(db, namespace, task_id, suggestions=True)
+        given = DISMISSED if DISMISSED in task.tags else CONFIRMED  # any other row is a task
+        if SUGGESTED in task.tags:
+            task.tags = [answer if tag == SUGGESTED else tag for tag in task.tags]
+            task.status = "pending" if confirm else "cancelled"
+        elif given != answer:
+            what = "was dismissed" if given == DISMISSED else "is a task already (cancel it)"
+            raise SuggestionAnswered(f"task {task.task_id} {what}")
+        db.flush()
+        return TaskView.of(task)
+
+
 def tasks_query(
-    namespace: str, user_id: str | None = None, *, active_only: bool = True, limit: int = 100
+    namespace: str,
+    user_id: str | None = None,
+    *,
+    active_only: bool = True,
+    limit: int = 100,
+    suggested: bool = False,
 ) -> Select[UserTask]:
     """The one listing of a tenant's tasks (a user's plus those without one; every user's
     when `user_id` is None), most pressing first: due soonest, then undated newest first.
-    The CLI, the API, the context block and MEMORY.md all list tasks through it."""
+    The CLI, the API, the context block and MEMORY.md all list tasks through it: the active
+    ones, or with `active_only` False every task, never a suggestion; with `suggested` the
+    suggestions waiting for the user's answer instead."""
     stmt = select(UserTask).where(UserTask.namespace == namespace)
     if user_id:
         stmt = stmt.where(or_(UserTask.user_id == user_id, UserTask.user_id.is_(None)))
-    if active_only:
+    stmt = stmt.where(_tagged(SUGGESTED) if suggested else not_(_tagged(*NOT_TASKS)))
+    if active_only or suggested:
         stmt = stmt.where(UserTask.status.in_(ACTIVE_STATUSES))
     order = (UserTask.due_at.asc().nulls_last(), UserTask.created_at.desc(), UserTask.id.desc())
     return stmt.order_by(*order).limit(limit)
 
 
 def list_tasks(
-    namespace: str, user_id: str | None = None, *, active_only: bool = True, limit: int = 100
+    namespace: str,
+    user_id: str | None = None,
+    *,
+    active_only: bool = True,
+    limit: int = 100,
+    suggested: bool = False,
 ) -> list[TaskView]:
-    """Tasks as `tasks_query` lists them."""
+    """Tasks as `tasks_query` lists them (`suggested`: the suggestions waiting instead)."""
     with session_scope() as db:
-        query = tasks_query(namespace, user_id, active_only=active_only, limit=limit)
+        query = tasks_query(
+            namespace, user_id, active_only=active_only, limit=limit, suggested=suggested
+        )
         return [TaskView.of(task) for task in db.scalars(query)]
 
 
-# Pending tasks due at any of `dues` and tagged with any of `sessions`, made from memories:
-# with the provenances of those memories, for restatements (a restatement is said in the
-# task's session, so the tasks of other sessions are never read).
+# Pending tasks (suggestions waiting included) due at any of `dues` and tagged with any of
+# `sessions`, made from memories: with the provenances of those memories, for restatements (a
+# restatement is said in the task's session, so the tasks of other sessions are never read).
 _PENDING_AT = text(
     "SELECT t.id, t.title, t.user_id, t.due_at, t.tags, array_agg(m.provenance) AS provenances "
     "FROM tasks t CROSS JOIN LATERAL unnest(t.tags) AS source JOIN memories m ON m.id = CASE "
@@ -167,19 +240,33 @@ _PENDING_AT = text(
     "AND t.due_at = ANY(CAST(:dues AS timestamptz[])) "
     "AND t.tags && CAST(:sessions AS text[]) GROUP BY t.id ORDER BY t.id"
 )
-# Which of the (user, title) pairs an active task of the tenant already has.
-_TAKEN = text(
-    "SELECT k.uid, k.title FROM unnest(CAST(:uids AS text[]), CAST(:titles AS text[])) "
-    "AS k(uid, title) WHERE EXISTS (SELECT 1 FROM tasks WHERE namespace = :ns "
-    "AND user_id IS NOT DISTINCT FROM k.uid AND lower(title) = lower(k.title) "
-    "AND status = ANY(:active))"
+# The active tasks of the tenant's users (`:shared`: and those without one), whose titles
+# a new task's is compared with (opened: sealed titles differ row by row).
+_ACTIVE_TITLES = text(
+    "SELECT id, user_id, title FROM tasks WHERE namespace = :ns AND status = ANY(:active) "
+    "AND (user_id = ANY(CAST(:uids AS text[])) OR (user_id IS NULL AND :shared))"
 )
 
 
-def _sealed_title(row: Any) -> str:
-    """The task title a memory row gives, sealed for an encrypted tenant (deterministically:
-    the duplicate check compares titles)."""
-    return seal(row.namespace, row.user_id, "tasks.title", row.content, deterministic=True)
+def _taken(db: DbSession, namespace: str, users: set[str | None]) -> set[tuple[str | None, str]]:
+    """(user, lower-case title) of every active task (suggestions waiting included) of
+    `users` in the tenant."""
+    params = {"ns": namespace, "active": list(ACTIVE_STATUSES), "shared": None in users}
+    rows = db.execute(_ACTIVE_TITLES, {**params, "uids": sorted(u for u in users if u)})
+    return {(row.user_id, read_text(row.title, "tasks.title", row.id).lower()) for row in rows}
+
+
+def _seal_new(db: DbSession, namespace: str, new: list[dict[str, Any]]) -> None:
+    """Seal the new tasks of an encrypted tenant in place, bound to ids drawn for them."""
+    if not new or not get_settings().is_encrypted(namespace):
+        return
+    for values, row_id in zip(new, allocate_ids(db, UserTask, len(new)), strict=True):
+        owner = (namespace, values["user_id"])
+        values["id"] = row_id
+        values["title"] = seal(*owner, "tasks.title", values["title"], row_id)
+        values["description"] = seal_optional(
+            *owner, "tasks.description", values["description"], row_id
+        )
 
 
 @dataclass
@@ -209,15 +296,17 @@ class _Pending:
             and restates(said, Said(self.title, said.due_at, self.provenances[0]))
         )
 
-    def restate(self, db: DbSession, row: Any, title: str) -> None:
-        """Take the memory `row`'s wording (`title`, as stored) and its tag."""
+    def restate(self, db: DbSession, row: Any) -> None:
+        """Take the memory `row`'s wording and its tag."""
         tag = f"memory:{row.id}"
         self.title = row.content
         self.tags.append(tag)
         self.provenances.append(row.provenance)
         if self.new is not None:
-            self.new["title"] = title
+            self.new["title"] = row.content
             return
+        assert self.id is not None
+        title = seal(row.namespace, row.user_id, "tasks.title", row.content, self.id)
         db.execute(
             text("UPDATE tasks SET title = :title, tags = array_append(tags, :tag) WHERE id = :id"),
             {"title": title, "tag": tag, "id": self.id},
@@ -240,32 +329,28 @@ def _tasks_of(db: DbSession, namespace: str, rows: Sequence[Any]) -> int:
     rows = [row for row in rows if row.kind in TASK_KINDS]
     if not rows:
         return 0
-    titles = [_sealed_title(row) for row in rows]
     due_rows = [row for row in rows if (row.details or {}).get("due_at")]
     dues = sorted({str(row.details["due_at"]) for row in due_rows})
     sessions = sorted({tag for row in due_rows for tag in row.tags if tag.startswith("session:")})
     wanted = {"ns": namespace, "dues": dues, "sessions": sessions}
     found = db.execute(_PENDING_AT, wanted) if sessions else ()
     pending = [
-        _Pending(read_text(task.title, "tasks.title"), task.user_id, task.due_at, task.tags,
-                 task.provenances, id=task.id)
+        _Pending(read_text(task.title, "tasks.title", task.id), task.user_id, task.due_at,
+                 task.tags, task.provenances, id=task.id)
         for task in found
     ]  # fmt: skip
-    params = {"ns": namespace, "uids": [row.user_id for row in rows], "titles": titles}
-    taken = {
-        (uid, title.lower())
-        for uid, title in db.execute(_TAKEN, {**params, "active": list(ACTIVE_STATUSES)})
-    }
+    taken = _taken(db, namespace, {row.user_id for row in rows})
+    suggest = [SUGGESTED] if get_settings().confirms_tasks(namespace) else []
     new: list[dict[str, Any]] = []
-    for row, title in zip(rows, titles, strict=True):
-        key = (row.user_id, title.lower())
+    for row in rows:
+        key = (row.user_id, row.content.lower())
         details = row.details or {}
         due = details.get("due_at")
         said = Said(row.content, datetime.fromisoformat(due) if due else None, row.provenance)
         sessions = [tag for tag in row.tags if tag.startswith("session:")]
         restated = next((t for t in pending if t.restated_by(row, said, sessions)), None)
         if restated is not None:
-            restated.restate(db, row, title)
+            restated.restate(db, row)
             taken.add(key)
             continue
         if key in taken:
@@ -274,21 +359,19 @@ def _tasks_of(db: DbSession, namespace: str, rows: Sequence[Any]) -> int:
         values = {
             "namespace": namespace,
             "user_id": row.user_id,
-            "title": title,
+            "title": row.content,
             # the time phrase once: as the description only when the title has none
-            "description": seal_optional(
-                namespace,
-                row.user_id,
-                "tasks.description",
-                None if find_time_expression(row.content) else details.get("time_expression"),
-            ),
+            "description": None
+            if find_time_expression(row.content)
+            else details.get("time_expression"),
             "created_channel": row.channel,
             "due_at": due,
-            "tags": [f"memory:{row.id}", *sessions],
+            "tags": [f"memory:{row.id}", *sessions, *suggest],
         }
         new.append(values)
         if said.due_at:
             pending.append(_Pending(row.content, row.user_id, said.due_at, values["tags"],
                                     [row.provenance], new=values))  # fmt: skip
+    _seal_new(db, namespace, new)
     insert_rows(db, UserTask, new)
     return len(new)

@@ -6,8 +6,9 @@ follows from it (R29) and its claim (R24), and the ids of the messages it came f
 in its content and claim value are replaced by `[redacted:<type>]` first
 (`CONTINUUM_REDACT_SECRETS`, `continuum.domain.secrets`), whoever proposed it.
 
-For an encrypted tenant (R47) content and claim value are sealed under the owner's data
-key, the idempotency key is keyed (an HMAC, not a plain digest of the content), the row
+For an encrypted tenant (R47) content, claim value and details are sealed under the owner's
+data key, bound to the row's id (drawn from the sequence before the insert), the idempotency
+key is keyed (an HMAC, not a plain digest of the content), the row
 carries its keyed full-text terms, and a forgotten user's memories are not written.
 
 In the same transaction, and only for rows really inserted (so effects stay exactly-once),
@@ -36,7 +37,7 @@ from continuum.sealing.envelope import seal, seal_details
 from continuum.sealing.terms import keyed_lexemes, stored_tags, terms_for
 from continuum.sealing.tombstones import guard_users
 from continuum.store import metrics
-from continuum.store.bulk import insert_ignore, insert_rows
+from continuum.store.bulk import allocate_ids, insert_ignore, insert_rows
 from continuum.store.models import Memory, MemoryLog
 
 # R29: user_explicit > system > inference > tool_output
@@ -64,17 +65,22 @@ class WriteScope:
     occurred_at: datetime | None = None  # event time of the source turns (never ingest time)
 
 
-def stored_idempotency_key(namespace: str, candidate: MemoryCandidate) -> str:
-    """The candidate's idempotency key as stored: keyed for an encrypted tenant."""
-    digest = candidate.idempotency_key(namespace)
+def stored_digest(namespace: str, digest: str) -> str:
+    """A digest as an idempotency key is stored: keyed for an encrypted tenant."""
     if get_settings().is_encrypted(namespace):
         return keyed_lexemes(namespace, [digest])[0]
     return digest
 
 
+def stored_idempotency_key(namespace: str, candidate: MemoryCandidate) -> str:
+    """The candidate's idempotency key as stored: keyed for an encrypted tenant."""
+    return stored_digest(namespace, candidate.idempotency_key(namespace))
+
+
 def _row(ctx: WriteScope, candidate: MemoryCandidate, now: datetime) -> dict[str, Any]:
+    """The row of a candidate, in plaintext (`_seal_rows` seals it for an encrypted tenant)."""
     claim = candidate.claim
-    ns, uid = ctx.namespace, ctx.user_id
+    ns = ctx.namespace
     details = dict(candidate.details)
     if candidate.time_expression:
         details["time_expression"] = candidate.time_expression
@@ -87,8 +93,8 @@ def _row(ctx: WriteScope, candidate: MemoryCandidate, now: datetime) -> dict[str
         "channel": ctx.channel,
         "kind": candidate.kind,
         "key": candidate.key,
-        "content": seal(ns, uid, "memories.content", candidate.content),
-        "details": seal_details(ns, uid, details),
+        "content": candidate.content,
+        "details": details,
         "tags": stored_tags(ns, candidate.tags),
         "importance": candidate.importance,
         "confidence": candidate.confidence,
@@ -96,7 +102,7 @@ def _row(ctx: WriteScope, candidate: MemoryCandidate, now: datetime) -> dict[str
         "trust": TRUST[candidate.provenance],
         "claim_subject": claim.subject if claim else None,
         "claim_predicate": claim.predicate if claim else None,
-        "claim_value": seal(ns, uid, "memories.claim_value", claim.value) if claim else None,
+        "claim_value": claim.value if claim else None,
         "claim_scope": claim.scope if claim else None,
         "valid_from": claim.valid_from if claim else None,
         "valid_until": claim.valid_until if claim else None,
@@ -106,6 +112,21 @@ def _row(ctx: WriteScope, candidate: MemoryCandidate, now: datetime) -> dict[str
         "created_at": ctx.occurred_at or now,
         "updated_at": ctx.occurred_at or now,
     }
+
+
+def _seal_rows(db: DbSession, rows: Sequence[dict[str, Any]]) -> None:
+    """Seal the rows of encrypted tenants in place, each value bound to the row's id: ids
+    are drawn for the whole batch (one statement, and every row keeps the same columns)."""
+    settings = get_settings()
+    if not any(settings.is_encrypted(row["namespace"]) for row in rows):
+        return
+    for row, row_id in zip(rows, allocate_ids(db, Memory, len(rows)), strict=True):
+        owner, value = (row["namespace"], row["user_id"]), row["claim_value"]
+        row["id"] = row_id
+        row["content"] = seal(*owner, "memories.content", row["content"], row_id)
+        row["details"] = seal_details(*owner, row["details"], row_id)
+        if value is not None:
+            row["claim_value"] = seal(*owner, "memories.claim_value", value, row_id)
 
 
 def _without_secrets(db: DbSession, candidate: MemoryCandidate) -> MemoryCandidate:
@@ -130,10 +151,13 @@ def _without_secrets(db: DbSession, candidate: MemoryCandidate) -> MemoryCandida
 @dataclass(frozen=True)
 class Stored:
     """A memory this write inserted, and its status once its claim was settled
-    (active, or merged / superseded / quarantined)."""
+    (active, or merged / superseded / quarantined), with whose it is."""
 
     id: int
     status: str
+    namespace: str = ""
+    session_id: str | None = None
+    user_id: str | None = None
 
 
 def store_memories(
@@ -170,6 +194,7 @@ def store_memories(
         terms = terms_for(db, namespace, [texts[ident] for ident in owned])
         for ident, keyed in zip(owned, terms, strict=True):
             rows[ident]["tsv_keyed"] = keyed
+    _seal_rows(db, list(rows.values()))
     lock_claims(
         db,
         (
@@ -185,7 +210,10 @@ def store_memories(
     metrics.incr_on_commit(db, metrics.MEMORIES_STORED, len(inserted))
     statuses = resolve_claims(db, inserted, now)
     tasks_from_memories(db, [row for row in inserted if row.id not in statuses])
-    return [Stored(row.id, statuses.get(row.id, "active")) for row in inserted]
+    return [
+        Stored(row.id, statuses.get(row.id, "active"), row.namespace, row.session_id, row.user_id)
+        for row in inserted
+    ]
 
 
 def store_candidates(

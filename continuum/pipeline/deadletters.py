@@ -2,7 +2,8 @@
 
 A payload carrying an encrypted tenant's events (R47) is stored sealed under that tenant's
 key (`{"sealed": …}`, plus its `event_id` when it has one, so it can still be found), and so
-is the error text (a refused value may be quoted in it); `payload_of` opens it.
+is the error text (a refused value may be quoted in it), both bound to the row's id (drawn
+before the insert); `payload_of` opens them.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from continuum.sealing.envelope import (
     seal,
     seal_json,
 )
+from continuum.store.bulk import allocate_ids
 from continuum.store.engine import session_scope
 from continuum.store.models import DeadLetter
 
@@ -42,14 +44,17 @@ def record(
     stored = escaped_json(payload)
     text = escape_text(error) if error else error
     owner = _encrypted_owner(stored, namespace)
+    row: dict[str, Any] = {}
     if owner is not None:
-        sealed = seal_json(owner, None, KIND, stored)
+        (row["id"],) = allocate_ids(db, DeadLetter, 1)  # what its seals are bound to
+        sealed = seal_json(owner, None, KIND, stored, row["id"])
         if isinstance(stored, dict) and isinstance(stored.get("event_id"), str):
             sealed["event_id"] = stored["event_id"]
         stored = sealed
-        text = seal(owner, None, KIND, text) if text else text
+        text = seal(owner, None, KIND, text, row["id"]) if text else text
     db.execute(
         insert(DeadLetter).values(
+            **row,
             task_name=task_name,
             task_id=task_id,
             payload=stored,
@@ -87,8 +92,8 @@ def payload_of(row: DeadLetter) -> tuple[Any, str | None]:
     """A dead letter's payload and error as recorded (opened when sealed)."""
     payload = row.payload
     if isinstance(payload, dict) and SEALED_JSON in payload:
-        payload = open_sealed_json(payload[SEALED_JSON], KIND)
-    error = open_optional(row.error, KIND)
+        payload = open_sealed_json(payload[SEALED_JSON], KIND, row.id)
+    error = open_optional(row.error, KIND, row.id)
     return payload, error
 
 

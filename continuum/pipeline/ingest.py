@@ -7,28 +7,35 @@ an LLM configured the turns join their session's chunk for the LLM
 (`continuum.pipeline.live_chunks`; closed chunks are sent by the task after the commit).
 A user's turn that announces a move to another channel ("I'll continue on Discord",
 `continuum.capture.handoffs`) sends a handoff for that channel, once per event, with the
-session's last turns as its summary, unless the turn is older than a handoff lives.
+session's last turns as its summary, unless the turn is older than a handoff lives. With an
+LLM configured, such a turn, and any other naming a known channel, is also sent to the LLM
+after the commit (`continuum.pipeline.handoffs`: a better summary, the phrasings the rule
+misses).
 The batch's Redis state is written last, before the commit: if Redis fails, the transaction
 rolls back and the batch is retried; a crash between those writes and the commit leaves
 Postgres untouched and Redis state that the redelivered batch writes again identically
 (every ephemeral write is idempotent), so redelivery simply redoes the batch.
 Invalid events are dead-lettered with their reason; the rest of the batch still lands.
+Once committed, the memories capture stored are announced (`continuum.ephemeral.notify`),
+one notice per session and user, so a live call elsewhere refreshes its context (R43).
 """
 
 from __future__ import annotations
 
+import logging
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import redis
 from sqlalchemy import select
 from sqlalchemy.exc import DataError
 from sqlalchemy.orm import Session as DbSession
 
 from continuum.capture import detect_key_moments, extract_entities, topic_slug
-from continuum.capture.handoffs import handoff_target
+from continuum.capture.handoffs import handoff_target, mentioned_channel
 from continuum.config import get_settings
 from continuum.contract.events import (
     Event,
@@ -47,9 +54,11 @@ from continuum.domain.memory import CaptureTurn, MemoryCandidate
 from continuum.domain.text import clip
 from continuum.ephemeral.handoff import send_handoff
 from continuum.ephemeral.keys import HANDOFF_TTL_S
+from continuum.ephemeral.notify import notify_memory_changed
 from continuum.ephemeral.turns import LiveTurn, add_stored_keys, record_turns, transcript
-from continuum.memory.writer import WriteScope, store_candidates
+from continuum.memory.writer import Stored, WriteScope, store_memories
 from continuum.pipeline import deadletters, sessions
+from continuum.pipeline.handoffs import handoff_request
 from continuum.pipeline.live_chunks import LiveChunk, claim_chunks
 from continuum.pipeline.turns import from_event, from_message
 from continuum.redis_client import get_redis
@@ -57,6 +66,8 @@ from continuum.sealing.tombstones import guard_users
 from continuum.store.bulk import insert_ignore
 from continuum.store.engine import session_scope
 from continuum.store.models import Message, ProcessedEvent
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -74,6 +85,8 @@ class IngestResult:
     finish: list[dict[str, Any]] = field(default_factory=list)  # session_end payloads
     chunks: list[LiveChunk] = field(default_factory=list)  # live turns for the LLM
     compactions: list[dict[str, Any]] = field(default_factory=list)  # for the LLM's takeaways
+    handoffs: list[dict[str, Any]] = field(default_factory=list)  # turns for the LLM's handoff
+    captured: list[Stored] = field(default_factory=list)  # announced once committed
 
     def merge(self, other: IngestResult) -> None:
         """Add what `other` (a part of the same batch) did."""
@@ -84,6 +97,8 @@ class IngestResult:
         self.finish += other.finish
         self.chunks += other.chunks
         self.compactions += other.compactions
+        self.handoffs += other.handoffs
+        self.captured += other.captured
 
 
 def _validate(payloads: Sequence[Any], db: DbSession, task_id: str | None) -> list[Event]:
@@ -227,9 +242,10 @@ def _capture(db: DbSession, events: list[TurnEvent]) -> list[tuple[WriteScope, M
 
 def _record_ephemeral(
     events: list[TurnEvent], captured: list[tuple[WriteScope, MemoryCandidate]]
-) -> None:
+) -> list[dict[str, Any]]:
     """Registry, topic, recent and transcript buffers, and the keys stored during each
-    session (R45) — idempotent, one Redis round trip for the whole batch."""
+    session (R45) — idempotent, one Redis round trip for the whole batch — then the
+    handoffs the turns announce; returns the turns to ask the LLM about (`_send_handoffs`)."""
     pipe = get_redis().pipeline(transaction=False)
     for ctx, candidate in captured:
         if candidate.key and ctx.session_id:
@@ -251,7 +267,7 @@ def _record_ephemeral(
     ]
     record_turns(turns, pipe=pipe)
     pipe.execute()
-    _send_handoffs(events)
+    return _send_handoffs(events)
 
 
 # What a handoff carries: the session's last turns up to the announcing one, as many as fit
@@ -274,13 +290,22 @@ def _handoff_summary(event: TurnEvent) -> str:
     return " / ".join(parts) or clip(event.content, HANDOFF_SUMMARY_CHARS)
 
 
-def _send_handoffs(events: list[TurnEvent]) -> None:
-    """The handoffs users' fresh turns announce, each sent once (its id is the event's)."""
+def _send_handoffs(events: list[TurnEvent]) -> list[dict[str, Any]]:
+    """The handoffs users' fresh turns announce, each sent once (its id is the event's).
+    With an LLM configured, returns the requests for `continuum.pipeline.handoffs` of those
+    turns and of every other fresh user turn naming a known channel."""
     oldest = datetime.now(UTC) - timedelta(seconds=HANDOFF_TTL_S)
+    ask_llm = bool(get_settings().llm_base_url)
+    requests: list[dict[str, Any]] = []
     for event in events:
         if event.role != "user" or not event.user_id or event.ts <= oldest:
             continue
         target = handoff_target(event.content, event.channel)
+        if ask_llm and (target or mentioned_channel(event.content, event.channel)):
+            requests.append(
+                handoff_request(event.namespace, event.session_id, event.channel, event.user_id,
+                                str(event.event_id), event.effective_message_id, event.ts, target)
+            )  # fmt: skip
         if target is not None:
             send_handoff(
                 event.namespace,
@@ -291,6 +316,7 @@ def _send_handoffs(events: list[TurnEvent]) -> None:
                 handoff_id=str(event.event_id),
                 at=event.ts,
             )
+    return requests
 
 
 def ingest_batch(payloads: Sequence[Any], task_id: str | None = None) -> IngestResult:
@@ -332,7 +358,27 @@ def _drop_forgotten(db: DbSession, events: list[Event]) -> list[Event]:
     return [event for event in events if (event.namespace, event.user_id) not in gone]
 
 
+def _announce(stored: list[Stored]) -> None:
+    """Publish what capture stored, once committed: a notice per session and user. Best
+    effort: the memories are stored whatever Redis says."""
+    by_owner: dict[tuple[str, str | None, str | None], list[int]] = defaultdict(list)
+    for memory in stored:
+        by_owner[(memory.namespace, memory.session_id, memory.user_id)].append(memory.id)
+    try:
+        for (namespace, session_id, user_id), ids in by_owner.items():
+            notify_memory_changed(namespace, session_id, ids, "capture", user_id)
+    except redis.RedisError as exc:
+        log.warning("announcing captured memories failed: %s", exc)
+
+
 def _ingest(payloads: Sequence[Any], task_id: str | None) -> IngestResult:
+    result = _ingest_committed(payloads, task_id)
+    _announce(result.captured)
+    return result
+
+
+def _ingest_committed(payloads: Sequence[Any], task_id: str | None) -> IngestResult:
+    """The batch's one transaction, committed when this returns."""
     with session_scope() as db:
         if not isinstance(payloads, list | tuple):
             deadletters.record(
@@ -362,7 +408,8 @@ def _ingest(payloads: Sequence[Any], task_id: str | None) -> IngestResult:
         result.messages_inserted = len(inserted)
         settings = get_settings()
         captured = _capture(db, turn_events)
-        memory_ids = store_candidates(db, captured)
+        result.captured = store_memories(db, captured)
+        memory_ids = [memory.id for memory in result.captured]
         for event in fresh:
             if isinstance(event, IdleEvent):
                 snapshot = sessions.snapshot_idle(db, event.namespace, event.session_id)
@@ -379,5 +426,5 @@ def _ingest(payloads: Sequence[Any], task_id: str | None) -> IngestResult:
             result.chunks = claim_chunks(db, turn_events, ended)
         result.finish = [event_payload(end) for end in ends]
         # Redis state last: if it fails the transaction rolls back and the batch is retried.
-        _record_ephemeral(turn_events, captured)
+        result.handoffs = _record_ephemeral(turn_events, captured)
     return result

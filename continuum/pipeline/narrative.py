@@ -4,8 +4,12 @@
   `[YYYY-MM-DD HH:MM] [channel] — summary`;
 - `<workspace>/<namespace>/memory/YYYY-MM-DD.md`: daily notes.
 
+Times are the tenant's wall clock (`Settings.local_time`): a session that ends at 23:30 UTC
+is filed under the next day's note for a tenant in Tokyo.
+
 Appends are whole-line writes to a file opened with O_APPEND under an exclusive lock, so
-concurrent writers never tear a line; an entry already present is not written again, so a
+concurrent writers never tear a line; an encrypted tenant's entries are sealed lines
+(`continuum.sealing.entries`); an entry already present is not written again, so a
 redelivered task appends nothing twice: any number of consumers (a prefork pool, several
 workers) may append at once. The `narrative` queue exists so that appends run on the host
 that has the workspace files; a worker without them should not consume it.
@@ -15,11 +19,13 @@ from __future__ import annotations
 
 import fcntl
 import os
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
 from continuum.config import get_settings
 from continuum.domain.text import one_line
+from continuum.sealing.entries import seal_entry
 
 TAIL_BYTES = 64 * 1024  # how far back a duplicate entry is looked for
 
@@ -51,20 +57,64 @@ def append_once(path: Path, entry: str) -> bool:
         os.close(fd)  # closing releases the lock
 
 
-def append_activity(namespace: str, at: datetime, channel: str, summary: str) -> bool:
-    return append_once(
-        workspace(namespace) / "activity-log.md", activity_line(at, channel, summary)
-    )
+def rewrite_locked(path: Path, rewrite: Callable[[str], str]) -> bool:
+    """Replace the file's text by `rewrite(text)` in place, under the lock appends take (an
+    append waits, none is lost); True if it changed."""
+    fd = os.open(path, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        size = os.fstat(fd).st_size
+        old = os.pread(fd, size, 0).decode("utf-8")
+        new = rewrite(old)
+        if new == old:
+            return False
+        data = new.encode("utf-8")
+        os.pwrite(fd, data, 0)
+        os.ftruncate(fd, len(data))
+        os.fsync(fd)
+        return True
+    finally:
+        os.close(fd)
 
 
-def append_daily_note(namespace: str, at: datetime, channel: str, note: str) -> bool:
+def workspace_file(namespace: str, path: Path) -> str:
+    """A file's name in the tenant's workspace, what its sealed entries are bound to."""
+    return path.relative_to(workspace(namespace)).as_posix()
+
+
+def append_entry(namespace: str, user_id: str | None, path: Path, entry: str) -> bool:
+    """`append_once` of `entry` as the file stores it (one sealed line for an encrypted
+    tenant, `continuum.sealing.entries`)."""
+    return append_once(path, seal_entry(namespace, user_id, workspace_file(namespace, path), entry))
+
+
+def append_activity(
+    namespace: str, at: datetime, channel: str, summary: str, user_id: str | None = None
+) -> bool:
+    path = workspace(namespace) / "activity-log.md"
+    return append_entry(namespace, user_id, path, activity_line(at, channel, summary))
+
+
+def append_daily_note(
+    namespace: str, at: datetime, channel: str, note: str, user_id: str | None = None
+) -> bool:
     path = workspace(namespace) / "memory" / f"{at:%Y-%m-%d}.md"
     if not path.exists():
         append_once(path, f"# {at:%Y-%m-%d}\n\n")
-    return append_once(path, f"## {at:%H:%M} · {one_line(channel)}\n\n{note.strip()}\n\n")
+    entry = f"## {at:%H:%M} · {one_line(channel)}\n\n{note.strip()}\n\n"
+    return append_entry(namespace, user_id, path, entry)
 
 
-def record_session(namespace: str, at: datetime, channel: str, line: str, summary: str) -> None:
-    """The session-end narrative: one activity-log line and a daily-note entry."""
-    append_activity(namespace, at, channel, line)
-    append_daily_note(namespace, at, channel, summary)
+def record_session(
+    namespace: str,
+    at: datetime,
+    channel: str,
+    line: str,
+    summary: str,
+    user_id: str | None = None,
+) -> None:
+    """The session-end narrative: one activity-log line and a daily-note entry, at the
+    tenant's local time (sealed under the session's user's key for an encrypted tenant)."""
+    at = get_settings().local_time(namespace, at)
+    append_activity(namespace, at, channel, line, user_id)
+    append_daily_note(namespace, at, channel, summary, user_id)

@@ -82,7 +82,8 @@ def embed_batch(table: str, embedder: Embedder, batch_size: int, deadline: float
         # A damaged sealed row is embedded as it reads (UNREADABLE), so it leaves the outbox
         # instead of failing every claim that holds it.
         pending = sorted(
-            ((read_text(row.content, kind), row.id) for row in rows), key=lambda item: len(item[0])
+            ((read_text(row.content, kind, row.id), row.id) for row in rows),
+            key=lambda item: len(item[0]),
         )
         embedded = 0
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed-write") as writer:
@@ -136,13 +137,15 @@ def embed_pending(
     return OutboxResult(embedded, time.monotonic() - started)
 
 
-def pending_counts() -> dict[str, int]:
-    no_vectors = {"no_vectors": get_settings().no_vector_tenants}
+def pending_counts(namespaces: list[str] | None = None) -> dict[str, int]:
+    """Rows waiting for their embedding, per table: of `namespaces`, or of every tenant."""
+    params = {"no_vectors": get_settings().no_vector_tenants, "ns": namespaces}
+    only = " AND (CAST(:ns AS text[]) IS NULL OR namespace = ANY(CAST(:ns AS text[])))"
     with session_scope() as db:
         return {
             table: int(
                 db.execute(
-                    text(f"SELECT count(*) FROM {table} WHERE {PENDING}"), no_vectors
+                    text(f"SELECT count(*) FROM {table} WHERE {PENDING}{only}"), params
                 ).scalar()
                 or 0
             )

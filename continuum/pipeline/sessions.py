@@ -326,7 +326,7 @@ def finish_session(end: SessionEndEvent, waited_s: float = 0.0) -> SessionEndRes
     metrics.observe(metrics.SESSION_MEMORIES, remembered or 0)
     clear_session(end.namespace, end.session_id, end.channel)
     if result.memory_ids:
-        notify_memory_changed(end.namespace, end.session_id, result.memory_ids, "end")
+        notify_memory_changed(end.namespace, end.session_id, result.memory_ids, "end", end.user_id)
     return result
 
 
@@ -353,5 +353,6 @@ def _write_session(
             "channel": end.channel,
             "line": line,
             "summary": summary.summary,
+            "user_id": session.user_id,  # whose key seals the entries (R47)
         },
     )

@@ -3,7 +3,8 @@ scope they read under.
 
 Channels: relevance (a hybrid search of the seed, turned into candidates by `from_hit`),
 recency, importance (≥ 8 within N days), and the pinned ones — the pending handoff, recent
-conversation summaries, open threads, preferences, active tasks. Which kinds each memory
+conversation summaries, open threads, preferences, active tasks and the suggested ones waiting
+for the user's answer (CONTINUUM_CONFIRM_TASKS). Which kinds each memory
 channel reads comes from the kind registry (`domain.kinds`). Also here: the embedding
 cosine between candidates that dedupe needs, computed in Postgres.
 
@@ -22,7 +23,7 @@ memories.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any, Literal
 
 from sqlalchemy import text
@@ -148,7 +149,7 @@ def memory_candidates(
                 source="memory",
                 ref=f"memory:{row.id}",
                 kind=row.kind,
-                content=read_text(row.content, "memories.content"),
+                content=read_text(row.content, "memories.content", row.id),
                 created_at=row.created_at,
                 channel=row.channel,
                 importance=row.importance,
@@ -162,24 +163,31 @@ def memory_candidates(
 
 
 def task_candidates(
-    db: DbSession, namespace: str, user_id: str | None, limit: int
+    db: DbSession,
+    namespace: str,
+    user_id: str | None,
+    limit: int,
+    zone: tzinfo = UTC,
+    *,
+    suggested: bool = False,
 ) -> list[Candidate]:
-    """The user's active tasks (pending, in progress, blocked), each covering the memories
-    it was created from."""
-    rows = db.scalars(tasks_query(namespace, user_id, limit=limit))
+    """The user's active tasks (pending, in progress, blocked), or with `suggested` the
+    suggestions waiting for the user's answer, each covering the memories it was created
+    from; a due time is shown on the clock of `zone` (the tenant's)."""
+    rows = db.scalars(tasks_query(namespace, user_id, limit=limit, suggested=suggested))
     found = []
     for row in rows:
         content = row.title + (f": {row.description}" if row.description else "")
-        content += f" ({due_label(row.due_at)})" if row.due_at else ""
+        content += f" ({due_label(row.due_at.astimezone(zone))})" if row.due_at else ""
         candidate = Candidate(
             source="task",
             ref=f"task:{row.task_id}",
-            kind=row.status,
+            kind="suggested" if suggested else row.status,
             content=content,
             created_at=row.created_at,
             channel=row.created_channel,
             importance=7,
-            channels={"tasks": f"active task ({row.status})"},
+            channels={"tasks": "suggested task" if suggested else f"active task ({row.status})"},
             covers=[tag for tag in row.tags if tag.startswith("memory:")],
         )
         found.append(candidate)

@@ -21,18 +21,23 @@ pinned items lead.
 
 `explain=True` also reports memories the seed matched but that were filtered out
 (superseded, quarantined, forgotten, archived, private).
+
+Days are the tenant's (`Settings.zone_for`, or the request's `tz`): `now` is put on that
+clock before anything reads it, so "yesterday" in the seed, the day headings and the
+header are local days.
 """
 
 from __future__ import annotations
 
 import uuid
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta, tzinfo
 from typing import TypedDict, Unpack
 
 from sqlalchemy.orm import Session as DbSession
 
 from continuum.capture.topics import topic_slug
+from continuum.config import get_settings
 from continuum.domain.memory import DIGEST_KINDS
 from continuum.ephemeral.handoff import Handoff, consume_handoff, peek_handoff
 from continuum.recall.candidates import (
@@ -83,7 +88,10 @@ def _gather(
         pinned.append([handoff_candidate(handoff, request.now)])
     if request.pinned:  # these need no query vector: they run while the seed is embedded
         pinned += memory_candidates(db, ns, scope, memory_channels(config), request.now, config)
-        pinned.append(task_candidates(db, ns, request.user_id, config.pinned_n))
+        pinned.append(task_candidates(db, ns, request.user_id, config.pinned_n, request.zone))
+        pinned.append(
+            task_candidates(db, ns, request.user_id, config.pinned_n, request.zone, suggested=True)
+        )
     relevant: list[Candidate] = []
     hits: list[SearchHit] = []
     if prepared is not None:
@@ -207,6 +215,7 @@ class ContextOptions(TypedDict, total=False):
     channel: str | None  # where the block goes; the user's main channel shows private items
     explain: bool  # also report what was left out and why
     now: datetime | None  # the reference time (default: the wall clock)
+    tz: str | tzinfo | None  # whose days (IANA name; default: the tenant's time zone)
     config: RecallConfig | None
 
 
@@ -222,7 +231,7 @@ def _request(
         options.get("user_id"),
         options.get("channel"),
         options.get("explain", False),
-        options.get("now") or datetime.now(UTC),
+        get_settings().local_time(namespace, options.get("now"), options.get("tz")),
         options.get("config") or RecallConfig(),
     )
 

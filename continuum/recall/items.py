@@ -11,19 +11,23 @@ one definition of each without importing one another. Nothing here reads or writ
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime, tzinfo
 from typing import Any, Literal
 
 from continuum.domain.kinds import KINDS
 from continuum.recall.fusion import FusionWeights
 
 ItemSource = Literal["memory", "message", "task", "handoff"]
+# Tasks capture proposed that wait for the user's yes (CONTINUUM_CONFIRM_TASKS): the heading
+# tells the agent what to do with them.
+SUGGESTED_TASKS = "Suggested tasks (ask the user; confirm or dismiss by id)"
 SECTIONS = (  # block order
     "Pending handoff",
     "Recent conversations",
     "Decisions",
     "Open threads",
     "Active tasks",
+    SUGGESTED_TASKS,
     "Preferences",
     "Relevant memories",
 )
@@ -76,6 +80,11 @@ class RecallRequest:
     skip_refs: frozenset[str] = frozenset()
     since_topic: str | None = None
 
+    @property
+    def zone(self) -> tzinfo:
+        """The time zone the request's days are read in: `now`'s (the tenant's)."""
+        return self.now.tzinfo or UTC
+
 
 @dataclass
 class Candidate:
@@ -103,7 +112,7 @@ class Candidate:
         if self.source == "handoff":
             return "Pending handoff"
         if self.source == "task":
-            return "Active tasks"
+            return SUGGESTED_TASKS if self.kind == "suggested" else "Active tasks"
         return _SECTION_OF_KIND.get(self.kind, "Relevant memories")  # a raw turn: kind = role
 
 

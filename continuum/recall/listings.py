@@ -14,12 +14,26 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVarTuple
 
-from sqlalchemy import ARRAY, ColumnElement, Select, Text, and_, cast, func, literal, or_, select
+from sqlalchemy import (
+    ARRAY,
+    ColumnElement,
+    Select,
+    Text,
+    and_,
+    cast,
+    literal,
+    literal_column,
+    or_,
+    select,
+)
+from sqlalchemy.dialects.postgresql import TSVECTOR
 
 from continuum.recall.namespace_queries import MessageHit, full_text, message_hits
 from continuum.sealing.terms import stored_tags
 from continuum.store.engine import session_scope
-from continuum.store.models import CronReport, Memory, Message, Session
+from continuum.store.models import TSV_CRON_REPORTS, CronReport, Memory, Message, Session
+
+CRON_TERMS = literal_column(TSV_CRON_REPORTS, TSVECTOR)  # the expression its index covers
 
 Ts = TypeVarTuple("Ts")
 
@@ -151,9 +165,8 @@ def cron_reports(
         {CronReport.cron_name: cron_name},
     )
     with session_scope() as db:
-        if query:  # cron reports are not encrypted: their text is matched as it is
-            summary = func.to_tsvector("english", CronReport.summary)
-            match, _ = full_text(db, [], CronReport.namespace, summary, query)
+        if query:  # on the indexed terms: keyed for an encrypted tenant, whose text is sealed
+            match, _ = full_text(db, namespaces, CronReport.namespace, CRON_TERMS, query)
             stmt = stmt.where(match)
         stmt = stmt.order_by(CronReport.event_at.desc().nulls_last(), CronReport.id.desc())
         return list(db.scalars(stmt))

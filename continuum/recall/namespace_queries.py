@@ -1,7 +1,7 @@
 """Plain queries over one namespace's stored conversation (R77): raw messages by full-text
-search, the last N, one day; its sessions; its newest memories. Behind `continuum messages
-search|recent|day`, the demo's report and many tests: one namespace, no paging, no filters
-beyond a few keywords.
+search, the last N, one day (a day of the tenant's time zone); its sessions; its newest
+memories. Behind `continuum messages search|recent|day`, the demo's report and many tests:
+one namespace, no paging, no filters beyond a few keywords.
 
 Also the pieces `recall.listings` builds on: the full-text match in web-search syntax
 (`full_text`, on keyed terms for an encrypted tenant, R47) and the message hit it returns.
@@ -12,8 +12,8 @@ Mission Control) so each module's name says which of the two a caller gets.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from datetime import UTC, date, datetime, time, timedelta, timezone
+from dataclasses import dataclass, field
+from datetime import date, datetime, tzinfo
 from typing import Any
 
 from sqlalchemy import ColumnElement, and_, case, cast, func, literal, or_, select
@@ -21,6 +21,7 @@ from sqlalchemy.dialects.postgresql import TSQUERY
 from sqlalchemy.orm import Session as DbSession
 
 from continuum.config import get_settings
+from continuum.recall.timeparse import day_span
 from continuum.sealing.terms import keyed_websearch
 from continuum.store.engine import session_scope
 from continuum.store.models import Memory, Message, Session
@@ -37,6 +38,7 @@ class MessageHit:
     content: str
     created_at: datetime
     rank: float = 0.0
+    details: dict[str, Any] = field(default_factory=dict)  # what its producer attached
 
 
 def message_hits(rows: Iterable[Any]) -> list[MessageHit]:
@@ -52,6 +54,7 @@ def message_hits(rows: Iterable[Any]) -> list[MessageHit]:
             content=m.content,
             created_at=m.created_at,
             rank=float(rank),
+            details=m.details,
         )
         for m, rank in rows
     ]
@@ -123,15 +126,16 @@ def recent_messages(namespace: str, *, limit: int = 20) -> list[MessageHit]:
         return list(reversed(message_hits(db.execute(stmt).all())))
 
 
-def day_messages(namespace: str, day: date, tz: timezone = UTC) -> list[MessageHit]:
-    """One day's conversation across sessions, in event-time order."""
-    start = datetime.combine(day, time.min, tzinfo=tz)
+def day_messages(namespace: str, day: date, tz: str | tzinfo | None = None) -> list[MessageHit]:
+    """One day's conversation across sessions, in event-time order: a day of the tenant's
+    time zone (`Settings.zone_for`), or of `tz`."""
+    since, until = day_span(day, get_settings().zone_for(namespace, tz))
     stmt = (
         select(Message, literal(0.0))
         .where(
             Message.namespace == namespace,
-            Message.created_at >= start,
-            Message.created_at < start + timedelta(days=1),
+            Message.created_at >= since,
+            Message.created_at < until,
         )
         .order_by(Message.created_at, Message.id)
     )

@@ -96,7 +96,7 @@ def use_search_settings(db: DbSession, extra: dict[str, str] | None = None) -> N
 
 def read_content(source: Source, row: Any) -> str:
     """The text of a ranked row, opened when its tenant seals it (R47)."""
-    return read_text(row.content, _SEALED_KINDS[source])
+    return read_text(row.content, _SEALED_KINDS[source], row.id)
 
 
 def ranked(
@@ -219,7 +219,7 @@ def neighbour_turns(db: DbSession, ids: list[int], width: int) -> dict[int, list
             {
                 "message_id": row.message_id,
                 "role": row.role,
-                "content": read_text(row.content, "messages.content"),
+                "content": read_text(row.content, "messages.content", row.id),
                 "created_at": row.created_at.isoformat(),
             }
         )

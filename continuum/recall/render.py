@@ -1,8 +1,9 @@
 """How the context block reads: the header, the sections in their fixed order, one line
 per item (channel, speaker, clipped text). In a dated section the lines stand in time order
-under the day they were said (`### 2026-11-21 (Sat, 3 days ago)`), so a day costs its date
-once however many of its lines the block holds; conversation summaries, tasks and a handoff
-carry their own date, if any, on their line.
+under the day they were said (`### 2026-11-21 (Sat, 3 days ago)`, a day of `now`'s time
+zone: the tenant's), so a day costs its date once however many of its lines the block
+holds; conversation summaries, tasks and a handoff carry their own date, if any, on their
+line.
 
 Apart from packing because packing must count the tokens of exactly the text that will be
 shown: both use these functions, so the budget is charged for the lines as rendered. Pure:
@@ -14,13 +15,20 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from continuum.domain.text import clip, speaker_of
-from continuum.recall.items import SECTIONS, Candidate, ContextItem, RecallConfig
+from continuum.recall.items import (
+    SECTIONS,
+    SUGGESTED_TASKS,
+    Candidate,
+    ContextItem,
+    RecallConfig,
+)
 
 
 def render_when(when: datetime, now: datetime) -> str:
     """`2026-11-21 (Sat, 3 days ago)`: the date, weekday and distance from now (within 60
-    days back; older, `2023-06-27 (Tue)`)."""
-    days = (now.date() - when.astimezone(now.tzinfo or UTC).date()).days
+    days back; older, `2023-06-27 (Tue)`), on `now`'s clock (the tenant's time zone)."""
+    when = when.astimezone(now.tzinfo or UTC)
+    days = (now.date() - when.date()).days
     if days == 0:
         distance = "today"
     elif days == 1:
@@ -36,7 +44,9 @@ def render_when(when: datetime, now: datetime) -> str:
     return f"{when:%Y-%m-%d} ({when:%a}, {distance})"
 
 
-UNDATED_SECTIONS = frozenset({"Pending handoff", "Recent conversations", "Active tasks"})
+UNDATED_SECTIONS = frozenset(
+    {"Pending handoff", "Recent conversations", "Active tasks", SUGGESTED_TASKS}
+)
 
 
 def day_of(section: str, when: datetime | None, now: datetime) -> str | None:
@@ -57,6 +67,8 @@ def line(candidate: Candidate, now: datetime, config: RecallConfig) -> str:
     body = clip(candidate.content, limit)
     if candidate.source == "handoff":
         return f"- {body}"
+    if candidate.source == "task" and candidate.section == SUGGESTED_TASKS:
+        return f"- [{candidate.ref.removeprefix('task:')[:8]}] {body}"
     if candidate.source == "task":
         return f"- [{candidate.kind}] {body}"
     when = candidate.created_at
@@ -70,7 +82,8 @@ def line(candidate: Candidate, now: datetime, config: RecallConfig) -> str:
 
 
 def header(now: datetime) -> str:
-    return f"# Memory context (now {now:%Y-%m-%d %a %H:%M} UTC)"
+    """`# Memory context (now 2026-11-24 Tue 09:30 Europe/Paris)`: the block's clock."""
+    return f"# Memory context (now {now:%Y-%m-%d %a %H:%M} {now.tzinfo or UTC})"
 
 
 def render(items: list[ContextItem], now: datetime) -> str:

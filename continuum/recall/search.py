@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from concurrent.futures import Future
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, tzinfo
 from typing import Any, TypedDict, Unpack
 
 from sqlalchemy.orm import Session as DbSession
@@ -95,6 +95,7 @@ def search_in(
     candidates: int = CANDIDATES,
     weights: FusionWeights | None = None,
     now: datetime | None = None,
+    tz: str | tzinfo | None = None,
     neighbours: int = 0,
 ) -> list[SearchHit]:
     """`search` inside the caller's transaction; `query` may be prepared already (the
@@ -103,7 +104,10 @@ def search_in(
     if filters.tags:
         filters = replace(filters, tags=tuple(stored_tags(namespace, filters.tags)))
     weights = weights or FusionWeights()
-    prepared = query if isinstance(query, PreparedQuery) else prepare_query(query, filters, now)
+    if isinstance(query, PreparedQuery):
+        prepared = query
+    else:  # its time phrase names a day of the tenant's (or `tz`'s) calendar
+        prepared = prepare_query(query, filters, get_settings().local_time(namespace, now, tz))
     query_vector = prepared.vector  # being embedded while the text channels rank
     window = None if filters.time_bounded else prepared.window
     lexemes = query_lexemes(db, prepared.text)
@@ -177,12 +181,14 @@ class SearchOptions(TypedDict, total=False):
     candidates: int
     weights: FusionWeights | None
     now: datetime | None
+    tz: str | tzinfo | None
     neighbours: int
 
 
 def search(namespace: str, query: str, **options: Unpack[SearchOptions]) -> list[SearchHit]:
     """The `limit` best hits for `query` by score fusion of the vector and text rankings
-    (plus in-window ranks when the query names a time, relative to `now`); `neighbours=n`
-    attaches the n turns around each message hit."""
+    (plus in-window ranks when the query names a time, relative to `now` on the tenant's
+    clock, or `tz`'s: "yesterday" is a local day); `neighbours=n` attaches the n turns
+    around each message hit."""
     with session_scope() as db:
         return search_in(db, namespace, query, **options)

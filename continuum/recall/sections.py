@@ -9,9 +9,10 @@ show. Unlike the block they are not scored, packed or logged: a list, newest fir
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 from typing import Any
 
+from continuum.config import get_settings
 from continuum.recall.candidates import (
     SUMMARY_KINDS,
     MemoryChannel,
@@ -67,8 +68,14 @@ def recent_conversations(
 
 
 def active_tasks(
-    namespace: str, *, limit: int = 100, user_id: str | None = None
+    namespace: str,
+    *,
+    limit: int = 100,
+    user_id: str | None = None,
+    tz: str | tzinfo | None = None,
 ) -> list[dict[str, Any]]:
-    """Tasks pending, in progress or blocked, visible from every channel (R8)."""
+    """Tasks pending, in progress or blocked, visible from every channel (R8); due days
+    are the tenant's (or `tz`'s)."""
+    zone = get_settings().zone_for(namespace, tz)
     with session_scope() as db:
-        return _listing(task_candidates(db, namespace, user_id, limit))
+        return _listing(task_candidates(db, namespace, user_id, limit, zone))

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import UTC, date, datetime, time, timedelta, tzinfo
 
 from continuum.domain.text import MONTH_PATTERN, WEEKDAYS, month_number
 
@@ -65,8 +65,17 @@ class TimeRange:
             return True
         if not self.until <= said_at < self.reported_until:
             return False
-        own = parse_time_range(text, said_at)
+        # Its own phrase is read on the asker's clock: "last weekend", said on a Monday
+        # morning in Tokyo, is not the weekend before because it was still Sunday in UTC.
+        own = parse_time_range(text, said_at.astimezone(self.since.tzinfo))
         return own is not None and own.overlaps(self)
+
+
+def day_span(first: date, zone: tzinfo, count: int = 1) -> tuple[datetime, datetime]:
+    """`[since, until)` of `count` calendar days from `first` in `zone`: midnight to
+    midnight on its clock (a day is 23 or 25 hours long where the clocks change)."""
+    since = datetime.combine(first, time.min, tzinfo=zone)
+    return since, datetime.combine(first + timedelta(days=count), time.min, tzinfo=zone)
 
 
 def _midnight(day: date, now: datetime) -> datetime:
@@ -74,7 +83,7 @@ def _midnight(day: date, now: datetime) -> datetime:
 
 
 def _days(first: date, count: int, now: datetime) -> tuple[datetime, datetime]:
-    return _midnight(first, now), _midnight(first + timedelta(days=count), now)
+    return day_span(first, now.tzinfo or UTC, count)
 
 
 def _month_span(year: int, month: int, now: datetime) -> tuple[datetime, datetime]:

@@ -17,7 +17,9 @@ wrong is written to `<home>/hooks.log`.
 
 The command line carries what `continuum hooks install` resolved from the configuration:
 `python -m continuum.runtimes.claude_code --home H --namespace N [--user U] EVENT`. Only the
-standard library loads for the event hooks; SessionStart loads the read plane.
+standard library loads for the event hooks; SessionStart loads the read plane. The Claude Code
+plugin's hooks run `continuum claude-code hook EVENT` instead, which resolves the same values
+when it runs (slower to start: the CLI and the configuration load first).
 """
 
 from __future__ import annotations
@@ -56,6 +58,14 @@ class HookArgs:
         self.home = Path(options["home"])
         self.namespace: str = options.get("namespace", CHANNEL)
         self.user: str | None = options.get("user")
+
+
+def hook_argv(event: str, home: Path, namespace: str, user: str | None) -> list[str]:
+    """The arguments `HookArgs` reads: what `continuum hooks install` writes after
+    `python -m continuum.runtimes.claude_code`, and what `continuum claude-code hook` (the
+    plugin's hooks) resolves from the configuration."""
+    return ["--home", str(home.resolve()), "--namespace", namespace,
+            *(["--user", user] if user else []), event]  # fmt: skip
 
 
 def _event_id() -> str:

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from continuum.runtimes.claude_code import EVENTS
+from continuum.runtimes.claude_code import EVENTS, hook_argv
 
 HOOK_MODULE = "continuum.runtimes.claude_code"
 _MARKER = f" -m {HOOK_MODULE} "
@@ -39,9 +39,7 @@ def settings_path(project: Path | None, user: bool) -> Path:
 
 def hook_command(event: str, home: Path, namespace: str, user: str | None) -> str:
     """The shell command Claude Code runs for `event`."""
-    argv = [sys.executable, "-m", HOOK_MODULE, "--home", str(home.resolve()),
-            "--namespace", namespace, *(["--user", user] if user else []), event]  # fmt: skip
-    return shlex.join(argv)
+    return shlex.join([sys.executable, "-m", HOOK_MODULE, *hook_argv(event, home, namespace, user)])
 
 
 def _is_ours(hook: object) -> bool:

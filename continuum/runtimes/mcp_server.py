@@ -3,9 +3,11 @@ the Model Context Protocol, over stdio or streamable HTTP, on the official `mcp`
 
 Tools: `remember` (enqueue a turn, answer its event id at once), `memory_status` (has that
 event landed, what was derived from it), `recall` (the context block for a seed), `search`
-(hits with their source message ids), and the memory tools `list_memories`,
-`update_memory`, `forget_memory` (answers what was removed) and `mark_private`, whose
-arguments are `continuum.memory.tool_schemas`' own models.
+(hits with their source message ids) — both read days in the user's time zone, `tz`, or the
+tenant's — and the memory tools `list_memories`, `update_memory`, `forget_memory` (answers
+what was removed) and `mark_private`, whose arguments are `continuum.memory.tool_schemas`'
+own models, and `confirm_task` / `dismiss_task`, the user's answer to a task capture
+suggested (CONTINUUM_CONFIRM_TASKS).
 
 Who is calling is never a tool argument. Over stdio the tenant and user are the server's
 configuration (`CONTINUUM_MCP_NAMESPACE`, `CONTINUUM_MCP_USER`). Over HTTP every request
@@ -20,7 +22,7 @@ import json
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 from functools import cache
 from typing import Annotated, Any, Literal
 
@@ -31,7 +33,7 @@ from pydantic import Field
 from sqlalchemy import any_, literal, select
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from continuum.config import ConfigError, get_settings
+from continuum.config import ConfigError, get_settings, time_zone
 from continuum.contract.client import EnqueueError, MemoryClient
 from continuum.contract.events import EventError
 from continuum.memory.tool_calls import MemoryTools
@@ -49,8 +51,19 @@ INSTRUCTIONS = (
     "Long-term memory of the user across sessions and channels. Call `recall` at the start "
     "of a task for what you should already know; `search` when you need a specific past "
     "fact or conversation; `remember` whatever the user would expect you to know next "
-    "time. Memories are the user's: `forget_memory` and `mark_private` when they ask."
+    "time. Memories are the user's: `forget_memory` and `mark_private` when they ask. "
+    "Suggested tasks in `recall` wait for the user's yes: ask, then `confirm_task` or "
+    "`dismiss_task` with the id shown."
 )
+
+
+TimeZoneArg = Annotated[
+    str | None,
+    Field(
+        description="The user's IANA time zone (e.g. Europe/Paris): whose 'yesterday' and "
+        "days; default: the tenant's."
+    ),
+]
 
 
 @dataclass(frozen=True)
@@ -167,17 +180,43 @@ def _memory_status(caller: Caller, event_id: str) -> dict[str, Any]:
         }
 
 
-def _search(caller: Caller, query: str, limit: int, memories_only: bool) -> dict[str, Any]:
+def _zone(tz: str | None) -> tzinfo | None:
+    """A tool's `tz` argument as a zone (None: the tenant's); a ToolError naming it if unknown."""
+    try:
+        return None if tz is None else time_zone(tz)
+    except ValueError as exc:
+        raise ToolError(f"tz: {exc}") from None
+
+
+def _search(
+    caller: Caller, query: str, limit: int, memories_only: bool, tz: str | None
+) -> dict[str, Any]:
     sources: tuple[Literal["memory", "message"], ...] = (
         ("memory",) if memories_only else ("memory", "message")
     )
     hits = search(caller.namespace, query, limit=limit, sources=sources,
-                  filters=SearchFilters(user_id=caller.user_id))  # fmt: skip
+                  filters=SearchFilters(user_id=caller.user_id), tz=_zone(tz))  # fmt: skip
     return {"hits": [{"source": hit.source, "id": hit.id, "kind": hit.kind,
                       "content": hit.content, "created_at": hit.created_at.isoformat(),
                       "session_id": hit.session_id, "channel": hit.channel,
                       "source_message_ids": hit.source_message_ids, "score": round(hit.score, 4)}
                      for hit in hits]}  # fmt: skip
+
+
+SuggestedTaskId = Annotated[
+    str, Field(description="The suggested task's id (or its first 8 characters, as shown).")
+]
+
+
+def _answer_task(caller: Caller, task_id: str, confirm: bool) -> dict[str, Any]:
+    from continuum.memory import user_tasks
+
+    try:
+        task = user_tasks.answer_suggestion(caller.namespace, task_id, confirm=confirm)
+    except (user_tasks.TaskNotFound, user_tasks.SuggestionAnswered) as exc:
+        raise ToolError(str(exc)) from None
+    return {"task_id": task.task_id, "title": task.title, "status": task.status,
+            "due_at": task.due_at.isoformat() if task.due_at else None}  # fmt: skip
 
 
 def _memory_tool(caller: Caller, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -231,9 +270,10 @@ def _memory_tool_function(
     return call
 
 
-def build_server(transport: Transport) -> MCPServer:
-    """The server with every tool; over HTTP each call runs as its bearer token's caller."""
-    fixed = configured_caller() if transport == "stdio" else None
+def build_server(transport: Transport, caller: Caller | None = None) -> MCPServer:
+    """The server with every tool; over stdio each call runs as `caller` (default: the
+    configured one), over HTTP as its bearer token's caller."""
+    fixed = (caller or configured_caller()) if transport == "stdio" else None
     run_session = f"mcp-{uuid.uuid4()}"  # the session of turns remembered without one
 
     async def caller_of(ctx: Context) -> Caller:
@@ -287,13 +327,16 @@ def build_server(transport: Transport) -> MCPServer:
         max_tokens: Annotated[
             int, Field(ge=50, le=8000, description="Size budget of the block in tokens.")
         ] = 800,
+        tz: TimeZoneArg = None,
     ) -> str:
         """What you should know before you start: a compact briefing from long-term memory
         (recent conversations across channels, decisions, open threads, active tasks,
         preferences, and memories relevant to `seed`), packed into `max_tokens`."""
         caller = await caller_of(ctx)
+        zone = _zone(tz)
         result = await anyio.to_thread.run_sync(lambda: context(
-            caller.namespace, seed, max_tokens, user_id=caller.user_id, channel=CHANNEL))  # fmt: skip
+            caller.namespace, seed, max_tokens, user_id=caller.user_id, channel=CHANNEL,
+            tz=zone))  # fmt: skip
         return result.block
 
     @server.tool(name="search")
@@ -310,21 +353,35 @@ def build_server(transport: Transport) -> MCPServer:
         memories_only: Annotated[
             bool, Field(description="Only derived memories, not raw conversation turns.")
         ] = False,
+        tz: TimeZoneArg = None,
     ) -> dict[str, Any]:
         """Search long-term memory and past conversations (meaning and exact words). Each
         hit is a memory or a raw message, with its kind, time, channel and the ids of the
         source messages it came from."""
         caller = await caller_of(ctx)
-        return await anyio.to_thread.run_sync(_search, caller, query, limit, memories_only)
+        return await anyio.to_thread.run_sync(_search, caller, query, limit, memories_only, tz)
+
+    @server.tool()
+    async def confirm_task(ctx: Context, task_id: SuggestedTaskId) -> dict[str, Any]:
+        """The user said yes to a suggested task: it becomes one of their tasks (pending)."""
+        caller = await caller_of(ctx)
+        return await anyio.to_thread.run_sync(_answer_task, caller, task_id, True)
+
+    @server.tool()
+    async def dismiss_task(ctx: Context, task_id: SuggestedTaskId) -> dict[str, Any]:
+        """The user said no to a suggested task: it is dropped, never a task."""
+        caller = await caller_of(ctx)
+        return await anyio.to_thread.run_sync(_answer_task, caller, task_id, False)
 
     for name, description in _MEMORY_TOOL_DESCRIPTIONS.items():
         server.add_tool(_memory_tool_function(caller_of, name), name=name, description=description)
     return server
 
 
-def serve(transport: Transport, host: str, port: int) -> None:
-    """Run the server until interrupted (stdio: on this process's stdin/stdout)."""
-    server = build_server(transport)
+def serve(transport: Transport, host: str, port: int, caller: Caller | None = None) -> None:
+    """Run the server until interrupted (stdio: on this process's stdin/stdout, as `caller`
+    or the configured one)."""
+    server = build_server(transport, caller)
     if transport == "stdio":
         server.run("stdio")
         return

@@ -29,13 +29,19 @@ refused a flush, sent. Nothing raises into the bot: errors go to `<home>/hooks.l
 `context_message` and `add_context` put the context block (`continuum.runtimes.context`) into
 the bot's `LLMContext` as a system message; a handoff pending for the bot's channel (the user
 said "let's pick this up in the voice call" on Discord) is in it, and the call consumes it.
-`hand_off` sends one from the call (a caller saying "I'll continue on Discord" sends one
-through the pipeline without it).
+`LiveContext` does the same and keeps that message current for the whole call (R43): it
+listens to the tenant's memory-change notices (`continuum.ephemeral.notify`: what capture
+stored from a turn on any channel, a memory tool's write, a session's end) and, for a change
+of the call's user or of shared memories, reads the block again and puts it in place of the
+old one, between two of the bot's turns; a burst of notices costs one read. `hand_off` sends
+a handoff from the call (a caller saying "I'll continue on Discord" sends one through the
+pipeline without it).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import queue
 import threading
 import time
@@ -43,7 +49,7 @@ import traceback
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from pipecat.frames.frames import (
     CancelFrame,
@@ -64,8 +70,10 @@ from pipecat.utils.string import TextPartForConcatenation, concatenate_aggregate
 from continuum.config import get_settings
 from continuum.contract.events import EventError, parse_event
 from continuum.ephemeral.handoff import send_handoff
+from continuum.ephemeral.notify import memory_changed_channel
+from continuum.redis_client import get_redis
 from continuum.runtimes import spool
-from continuum.runtimes.context import session_context
+from continuum.runtimes.context import LiveBlock, session_context
 
 CHANNEL = "voice"
 REASON_MAX_CHARS = 200  # SessionEndEvent.reason's limit
@@ -119,7 +127,8 @@ def _part(frame: TextFrame) -> TextPartForConcatenation:
 class ContinuumObserver(BaseObserver):
     """Sends a Pipecat session's turns and its end to Continuum (see the module docstring).
 
-    `session_id` defaults to a new UUID; `messages` holds the turns sent so far."""
+    `session_id` defaults to a new UUID; `messages` holds the turns sent so far; a
+    `live_context` given stops listening when the worker cleans up."""
 
     def __init__(
         self,
@@ -128,9 +137,11 @@ class ContinuumObserver(BaseObserver):
         user_id: str | None = None,
         session_id: str | None = None,
         channel: str = CHANNEL,
+        live_context: LiveContext | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(observe_every_push=False, **kwargs)
+        self.live_context = live_context  # closed when the worker cleans up
         self.namespace = namespace
         self.user_id = user_id
         self.session_id = session_id or str(uuid.uuid4())
@@ -178,6 +189,8 @@ class ContinuumObserver(BaseObserver):
         await super().cleanup()
         self._end(None, "pipeline_finished")
         await asyncio.to_thread(self._courier.close)
+        if self.live_context is not None:
+            await self.live_context.close()
 
     def _event(self, kind: str, at: datetime, **fields: Any) -> dict[str, Any]:
         return {"kind": kind, "event_id": str(uuid.uuid4()), "namespace": self.namespace,
@@ -260,6 +273,129 @@ async def add_context(
         return False
     context.add_message(message)
     return True
+
+
+class LiveContext:
+    """The context block in the bot's `LLMContext` for the whole call, kept current (see the
+    module docstring). `await start()` when the caller connects; `await close()` (or give it
+    to `ContinuumObserver(live_context=...)`) when the call ends. `refreshes` counts the
+    blocks read after the first; `debounce_s` is how long it waits for more notices of a
+    burst before it reads. Never raises into the bot: errors go to `<home>/hooks.log`."""
+
+    POLL_S = 0.5  # how often the listener looks whether it was closed
+
+    def __init__(
+        self,
+        context: LLMContext,
+        namespace: str,
+        *,
+        user_id: str | None = None,
+        channel: str = CHANNEL,
+        debounce_s: float = 0.3,
+    ) -> None:
+        self.context = context
+        self.namespace = namespace
+        self.user_id = user_id
+        self.debounce_s = debounce_s
+        self.refreshes = 0
+        self._block = LiveBlock(namespace, user_id=user_id, channel=channel)
+        self._message: dict[str, Any] | None = None  # ours, in `context.messages`
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._closed = threading.Event()
+        self._listener: threading.Thread | None = None
+
+    async def start(self) -> bool:
+        """Add the block as a system message and listen for changes; whether there was a
+        block. Changes from the moment it subscribes (before its first read) are heard."""
+        self._loop = asyncio.get_running_loop()
+        pubsub = None
+        try:
+            pubsub = await asyncio.to_thread(self._subscribe)
+            block = await asyncio.to_thread(self._block.read)
+        except Exception:
+            self._log("no live context")
+            if pubsub is not None:
+                pubsub.close()
+            return False
+        self._apply(block, first=True)
+        self._listener = threading.Thread(
+            target=self._listen, args=(pubsub,), name="continuum-live-context", daemon=True
+        )
+        self._listener.start()
+        return self._message is not None
+
+    @property
+    def listening(self) -> bool:
+        """Whether it still listens for memory changes."""
+        return self._listener is not None and self._listener.is_alive()
+
+    async def close(self) -> None:
+        """Stop listening (idempotent); the message stays as last read."""
+        self._closed.set()
+        if self._listener is not None:
+            await asyncio.to_thread(self._listener.join)
+
+    def _subscribe(self) -> Any:
+        pubsub = get_redis().pubsub(ignore_subscribe_messages=True)
+        pubsub.subscribe(memory_changed_channel(self.namespace))
+        return pubsub
+
+    def _concerns(self, message: dict[str, Any] | None) -> bool:
+        """A notice of this user's memories, or of shared ones (or of unknown owner)."""
+        if message is None or message.get("type") != "message":
+            return False
+        try:
+            owner = json.loads(message["data"]).get("user_id")
+        except (ValueError, AttributeError):
+            return False
+        return owner is None or owner == self.user_id
+
+    def _listen(self, pubsub: Any) -> None:
+        """On the listener thread: wait for a notice, let its burst pass, read the block and
+        hand it to the event loop. While Redis or Postgres fails it tries again every
+        `POLL_S`, logging the first error of each outage."""
+        failing = False
+        try:
+            while not self._closed.is_set():
+                try:
+                    concerns = self._concerns(pubsub.get_message(timeout=self.POLL_S))
+                    if concerns:
+                        time.sleep(self.debounce_s)
+                        while pubsub.get_message(timeout=0) is not None:
+                            pass  # the rest of the burst: one read covers it
+                        block = self._block.read()
+                    failing = False
+                except Exception:
+                    if not failing:
+                        self._log("context not refreshed (retrying)")
+                    failing = True
+                    self._closed.wait(self.POLL_S)
+                    continue
+                if concerns and self._loop is not None and not self._closed.is_set():
+                    try:
+                        self._loop.call_soon_threadsafe(self._apply, block)
+                    except RuntimeError:  # the bot's event loop is closed: the call is over
+                        return
+        finally:
+            pubsub.close()
+
+    def _apply(self, block: str, first: bool = False) -> None:
+        """On the event loop: the block replaces the message read before (or is added)."""
+        mine = self._message is not None and any(m is self._message for m in self.context.messages)
+        if not block.strip():
+            if mine:
+                self.context.set_messages([m for m in self.context.messages
+                                           if m is not self._message])  # fmt: skip
+            self._message = None
+        elif mine and self._message is not None:
+            self._message["content"] = block
+        else:
+            self._message = {"role": "system", "content": block}
+            self.context.add_message(cast(LLMContextMessage, self._message))
+        self.refreshes += not first
+
+    def _log(self, what: str) -> None:
+        spool.log_error(get_settings().home, f"pipecat: {what}:\n{traceback.format_exc()}")
 
 
 async def hand_off(

@@ -8,6 +8,8 @@ That flush sends every spooled event through `MemoryClient` and deletes each fil
 batch is enqueued. When the broker cannot take them the files stay for the next hook's flush
 or `continuum spool flush`. Sending an event twice has no second effect: it keeps its event
 id, the pipeline's idempotency key. A file that is not a valid event moves to `rejected/`.
+A turn said while its session's capture was paused (`continuum.ephemeral.pause`) is deleted
+unsent; while Redis cannot say whether it was, the spool keeps it.
 
 Hooks import this module on their hot path: at module level it loads only what a hook
 needs (a few standard modules); the rest loads inside the flush.
@@ -20,7 +22,10 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from continuum.contract.events import Event
 
 SPOOL_DIR = "spool"
 REJECTED_DIR = "rejected"
@@ -99,26 +104,43 @@ def _reject(home: Path, path: Path, reason: str) -> None:
     log_error(home, f"spool: {path.name} is not a valid event, moved to {REJECTED_DIR}/: {reason}")
 
 
-def _send_pending(home: Path) -> tuple[int, int]:
-    """Send what is spooled now, in order and in batches; returns (sent, rejected). Raises
-    EnqueueError when the broker cannot take a batch (that batch and later ones stay)."""
+def _drop_paused(spooled: list[tuple[Path, dict[str, Any], Event]]) -> int:
+    """Delete the spooled turns said while their session's capture was paused; returns how
+    many. Raises redis.RedisError when Redis cannot tell (the spool keeps them)."""
+    from continuum.ephemeral.pause import said_while_paused
+
+    turns = {path: (event.namespace, event.session_id, event.ts)
+             for path, _, event in spooled if event.kind == "turn"}  # fmt: skip
+    paused = said_while_paused(turns.values())
+    dropped = [path for path, turn in turns.items() if turn in paused]
+    for path in dropped:
+        path.unlink(missing_ok=True)
+    return len(dropped)
+
+
+def _send_pending(home: Path) -> tuple[int, int, int]:
+    """Send what is spooled now, in order and in batches; returns (sent, rejected, paused).
+    Raises EnqueueError when the broker cannot take a batch (that batch and later ones stay),
+    redis.RedisError when Redis cannot say which turns were said while capture was paused."""
     from continuum.config import get_settings
     from continuum.contract.client import MemoryClient
     from continuum.contract.events import EventError, parse_event
 
-    valid: list[tuple[Path, dict[str, Any]]] = []
+    spooled: list[tuple[Path, dict[str, Any], Event]] = []
     rejected = 0
     for path in pending(home):
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
-            parse_event(data)
+            event = parse_event(data)
         except (OSError, ValueError, EventError) as exc:
             _reject(home, path, str(exc))
             rejected += 1
             continue
-        valid.append((path, data))
+        spooled.append((path, data, event))
+    paused = _drop_paused(spooled) if spooled else 0
+    valid = [(path, data) for path, data, _ in spooled if path.exists()]
     if not valid:
-        return 0, rejected
+        return 0, rejected, paused
     size = get_settings().max_batch_events
     client = MemoryClient()
     try:
@@ -129,46 +151,67 @@ def _send_pending(home: Path) -> tuple[int, int]:
                 path.unlink(missing_ok=True)
     finally:
         client.close()
-    return len(valid), rejected
+    return len(valid), rejected, paused
 
 
 def flush(home: Path) -> dict[str, Any]:
-    """Send every spooled event. Returns {sent, rejected, pending, busy, error}: `busy` when
-    another flush holds the spool (it sends these too), `error` when the broker refused."""
+    """Send every spooled event. Returns {sent, rejected, paused, pending, busy, error}:
+    `paused` turns deleted unsent (said while capture was paused), `busy` when another flush
+    holds the spool (it sends these too), `error` when the broker refused or Redis could not
+    be read."""
+    import redis
+
     from continuum.contract.client import EnqueueError
 
-    sent = rejected = 0
+    counts = [0, 0, 0]  # sent, rejected, paused
     while True:
         lock = _flush_lock(home)
         if lock is None:
-            return _report(home, sent, rejected, busy=True)
+            return _report(home, *counts, busy=True)
         with lock:
             try:
-                batch_sent, batch_rejected = _send_pending(home)
-            except EnqueueError as exc:
-                log_error(home, f"spool: {exc}")
-                return _report(home, sent, rejected, error=str(exc))
-            sent, rejected = sent + batch_sent, rejected + batch_rejected
+                batch = _send_pending(home)
+            except (EnqueueError, redis.RedisError) as exc:
+                error = str(exc)
+                if not isinstance(exc, EnqueueError):
+                    error = (f"Redis unreachable, so whether capture of their sessions is paused "
+                             f"cannot be read; nothing sent, the events wait in the spool "
+                             f"(`continuum spool flush` once Redis answers): {exc}")  # fmt: skip
+                log_error(home, f"spool: {error}")
+                return _report(home, *counts, error=error)
+            counts = [total + more for total, more in zip(counts, batch, strict=True)]
         # An event spooled while the lock was held may have had its own flush turned away:
         # look again after letting go, so nothing waits for the next hook.
         if not pending(home):
-            return _report(home, sent, rejected)
+            return _report(home, *counts)
 
 
 def _report(
-    home: Path, sent: int, rejected: int, *, busy: bool = False, error: str | None = None
+    home: Path,
+    sent: int,
+    rejected: int,
+    paused: int,
+    *,
+    busy: bool = False,
+    error: str | None = None,
 ) -> dict[str, Any]:
-    return {"sent": sent, "rejected": rejected, "pending": len(pending(home)), "busy": busy,
-            "error": error}  # fmt: skip
+    return {"sent": sent, "rejected": rejected, "paused": paused, "pending": len(pending(home)),
+            "busy": busy, "error": error}  # fmt: skip
 
 
 def main(argv: list[str]) -> None:
     """`python -m continuum.runtimes.spool HOME`: the background flush a hook starts."""
     import traceback
 
+    from continuum.observability import tracing
+
     home = Path(argv[0])
     try:
-        flush(home)
+        # With CONTINUUM_OTEL, the events' traces continue the one the hook's runtime named
+        # in TRACEPARENT (the flush inherits the hook's environment).
+        tracing.configure("continuum-hooks", tracing.PRODUCER_LIBRARIES)
+        with tracing.parent_from_environment():
+            flush(home)
     except Exception:
         log_error(home, f"spool flush failed:\n{traceback.format_exc()}")
 

@@ -8,7 +8,7 @@ In order:
 3. their rows are deleted from every store: messages, memories (with their vectors; the
    preferences among them are counted on their own), tasks, sessions, memory-log entries,
    dead letters naming them, Redis state, and the workspace's narrative lines and
-   `MEMORY.md` entries that mention their memories;
+   `MEMORY.md` entries that mention their memories or are sealed under their keys;
 4. every store is scanned again, and the report (found, removed, remaining per store) is
    kept in the tombstone.
 """
@@ -29,7 +29,9 @@ from continuum.domain.text import one_line
 from continuum.ephemeral.erase import remove_user_state, user_state
 from continuum.maintenance.workspace import memory_md_path
 from continuum.pipeline.deadletters import payload_of
-from continuum.pipeline.narrative import workspace
+from continuum.pipeline.narrative import workspace, workspace_file
+from continuum.sealing.entries import open_line
+from continuum.sealing.envelope import key_id_of
 from continuum.sealing.keys import keyring
 from continuum.sealing.tombstones import lock_user
 from continuum.store.engine import session_scope
@@ -42,6 +44,7 @@ from continuum.store.models import (
     Message,
     Session,
     UserTask,
+    is_sealed,
 )
 
 MIN_MENTION_CHARS = 12  # shorter texts are too common to say a line is about the user
@@ -162,6 +165,12 @@ class _Rows:
         }
 
 
+def _user_keys(db: DbSession, namespace: str, user_id: str) -> set[int]:
+    """Every data key the user ever had (destroyed ones too): what their entries name."""
+    where = (DataKey.namespace == namespace, DataKey.user_id == user_id)
+    return set(db.scalars(select(DataKey.id).where(*where)))
+
+
 def _mentions(db: DbSession, namespace: str, user_id: str) -> set[str]:
     """Texts whose presence in a workspace line makes it about the user: each memory's
     content and first sentence (a session's activity line is its summary's first one)."""
@@ -177,14 +186,16 @@ def _mentions(db: DbSession, namespace: str, user_id: str) -> set[str]:
     return found
 
 
-def _workspace_files(namespace: str) -> list[Path]:
+def workspace_files(namespace: str) -> list[Path]:
+    """The tenant's narrative files on this host: activity log, `MEMORY.md`, daily notes."""
     root = workspace(namespace)
     files = [root / "activity-log.md", memory_md_path(namespace)]
     files += sorted((root / "memory").glob("*.md"))
     return [path for path in files if path.exists()]
 
 
-_ENTRY_START = re.compile(r"(?m)^(?=## )")  # a daily note's entries open with `## HH:MM`
+# A daily note's entries open with `## HH:MM`; a sealed entry is one line of its own.
+_ENTRY_START = re.compile(r"(?m)^(?=## |enc[12]:)")
 
 
 def _entries(path: Path) -> list[str]:
@@ -194,22 +205,36 @@ def _entries(path: Path) -> list[str]:
     return data.splitlines(keepends=True)
 
 
-def _about(entry: str, mentions: set[str]) -> bool:
-    flat = one_line(entry)
-    return any(mention in flat for mention in mentions)
+@dataclass(frozen=True)
+class _Traces:
+    """What makes a workspace entry the user's: sealed under one of their data keys (found
+    by its key id even once the key is destroyed), or mentioning one of their memories."""
+
+    mentions: set[str]
+    keys: set[int]
+
+    def about(self, namespace: str, path: Path, entry: str) -> bool:
+        if is_sealed(entry.strip()):
+            if key_id_of(entry.strip()) in self.keys:
+                return True
+            entry = open_line(entry, workspace_file(namespace, path))
+        flat = one_line(entry)
+        return any(mention in flat for mention in self.mentions)
 
 
-def _scan_files(namespace: str, mentions: set[str]) -> int:
+def _scan_files(namespace: str, traces: _Traces) -> int:
     return sum(
-        _about(entry, mentions) for path in _workspace_files(namespace) for entry in _entries(path)
+        traces.about(namespace, path, entry)
+        for path in workspace_files(namespace)
+        for entry in _entries(path)
     )
 
 
-def _rewrite_files(namespace: str, mentions: set[str]) -> int:
+def _rewrite_files(namespace: str, traces: _Traces) -> int:
     removed = 0
-    for path in _workspace_files(namespace):
+    for path in workspace_files(namespace):
         entries = _entries(path)
-        kept = [entry for entry in entries if not _about(entry, mentions)]
+        kept = [entry for entry in entries if not traces.about(namespace, path, entry)]
         if len(kept) != len(entries):
             temp = path.with_suffix(path.suffix + ".forget")
             temp.write_text("".join(kept), encoding="utf-8")
@@ -222,7 +247,7 @@ def forget_user(namespace: str, user_id: str) -> ForgetReport:
     """Forget `user_id` of `namespace` everywhere; returns the verification report."""
     _tombstone(namespace, user_id)
     with session_scope() as db:  # what to look for in files, read before the keys go
-        mentions = _mentions(db, namespace, user_id)
+        traces = _Traces(_mentions(db, namespace, user_id), _user_keys(db, namespace, user_id))
         session_ids = list(
             db.scalars(
                 select(Session.session_id).where(
@@ -243,13 +268,13 @@ def forget_user(namespace: str, user_id: str) -> ForgetReport:
         found=len(redis_found), removed=remove_user_state(namespace, redis_found)
     )
     stores["workspace_files"] = StoreReport(
-        found=_scan_files(namespace, mentions), removed=_rewrite_files(namespace, mentions)
+        found=_scan_files(namespace, traces), removed=_rewrite_files(namespace, traces)
     )
     with session_scope() as db:  # the re-scan
         for store, (_, ids) in _Rows(db, namespace, user_id).scan().items():
             stores[store].remaining = len(ids)
     stores["redis"].remaining = len(user_state(namespace, user_id, session_ids))
-    stores["workspace_files"].remaining = _scan_files(namespace, mentions)
+    stores["workspace_files"].remaining = _scan_files(namespace, traces)
     report = ForgetReport(namespace, user_id, keys, stores, datetime.now(UTC).isoformat())
     with session_scope() as db:
         db.execute(

@@ -6,7 +6,10 @@
   KEK can be dropped from the configuration.
 - `rotate_data`: a tenant's data keys are retired (new writes get new keys, created on first
   use; a process may keep sealing under a retired key for up to `OWNER_TTL_S`) and its rows
-  are sealed again under the new keys, in batches of `batch` rows by id, table by table. The
+  are sealed again under the new keys, in batches of `batch` rows by id, table by table,
+  each value bound to its row (values sealed before rows were bound, `enc1:`, are sealed
+  again even under a current key), then the entries of its workspace files on this host.
+  The
   position is saved with each batch in `system_state`, so an interrupted rotation (or one
   limited by `max_batches`) resumes where it stopped. Plaintext rows of a tenant that turned
   encryption on are sealed (and given keyed terms) on the way. Retired keys stay readable
@@ -20,13 +23,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Text, func, select, type_coerce, update
+from sqlalchemy import Text, func, null, select, type_coerce, update
 from sqlalchemy.dialects.postgresql import JSONB, insert
 from sqlalchemy.orm import Session as DbSession
 
 from continuum.config import ConfigError, get_settings
+from continuum.pipeline.narrative import rewrite_locked, workspace_file
+from continuum.sealing.entries import ENTRY_KIND, seal_entry
 from continuum.sealing.envelope import (
+    MESSAGE_DETAILS_KIND,
+    PLAIN_DETAILS,
     SEALED_JSON,
+    is_legacy,
     key_id_of,
     open_details,
     open_text,
@@ -43,8 +51,17 @@ from continuum.sealing.keys import (
     wrap,
 )
 from continuum.sealing.terms import terms_for
+from continuum.security.forget import workspace_files
 from continuum.store.engine import session_scope
-from continuum.store.models import DataKey, Memory, Message, SystemState, UserTask
+from continuum.store.models import (
+    CronReport,
+    DataKey,
+    Memory,
+    Message,
+    SystemState,
+    UserTask,
+    is_sealed,
+)
 
 
 @dataclass
@@ -90,10 +107,19 @@ class _Table:
     model: Any
     columns: tuple[_Column, ...]
     terms: Callable[[dict[str, Any]], str] | None = None  # the text its keyed terms are made of
+    details: str | None = None  # the kind of its sealed details, if it has them
+    plain: frozenset[str] = PLAIN_DETAILS  # the keys of its details that stay plain
+    row: str = "id"  # what its seals are bound to: its id, or its unique key where upserted
 
 
 TABLES = (
-    _Table(Message, (_Column("content", "messages.content"),), lambda row: row["content"]),
+    _Table(
+        Message,
+        (_Column("content", "messages.content"),),
+        lambda row: row["content"],
+        details=MESSAGE_DETAILS_KIND,
+        plain=frozenset(),
+    ),
     _Table(
         Memory,
         (
@@ -101,13 +127,16 @@ TABLES = (
             _Column("claim_value", "memories.claim_value"),
         ),
         lambda row: f"{row['key'] or ''} {row['content']}",
+        details="memories.details",
     ),
     _Table(
-        UserTask,
-        (
-            _Column("title", "tasks.title", deterministic=True),
-            _Column("description", "tasks.description"),
-        ),
+        UserTask, (_Column("title", "tasks.title"), _Column("description", "tasks.description"))
+    ),
+    _Table(
+        CronReport,
+        (_Column("summary", "cron_reports.summary", deterministic=True),),
+        lambda row: row["summary"],
+        row="session_id",
     ),
 )
 STATE_KEY = "key-rotation:{namespace}"
@@ -123,44 +152,72 @@ class RotationReport:
 
 
 def _stale(value: str | None, retired: set[int]) -> bool:
-    """Whether `value` must be sealed again: plaintext, or sealed under a retired key."""
+    """Whether `value` must be sealed again: plaintext, sealed under a retired key, or
+    sealed before rows were bound."""
     if value is None:
         return False
     key_id = key_id_of(value)
-    return key_id is None or key_id in retired
+    return key_id is None or key_id in retired or is_legacy(value)
 
 
 def _resealed(
     db: DbSession, table: _Table, row: dict[str, Any], retired: set[int]
 ) -> dict[str, Any]:
     """The new values of a row (raw, as stored) whose seals are stale; empty if none is."""
-    namespace, user = row["namespace"], row["user_id"]
+    namespace, user, bound = row["namespace"], row["user_id"], row[table.row]
     changes: dict[str, Any] = {}
     opened = dict(row)
     for column in table.columns:
         value = row[column.name]
         if value is None:
             continue
-        opened[column.name] = open_text(value, column.kind)
+        opened[column.name] = open_text(value, column.kind, bound)
         if _stale(value, retired):
             changes[column.name] = seal(
                 namespace,
                 user,
                 column.kind,
                 opened[column.name],
+                bound,
                 deterministic=column.deterministic,
             )
     details = row.get("details")
-    if isinstance(details, dict):
-        sealed = details.get(SEALED_JSON)
-        if sealed is None or key_id_of(sealed) in retired:
-            plain = open_details(details) if sealed is not None else details
-            if (again := seal_details(namespace, user, plain)) != details:
+    if table.details is not None and isinstance(details, dict):
+        sealed = details.get(SEALED_JSON) if is_sealed(details.get(SEALED_JSON)) else None
+        if sealed is None or _stale(sealed, retired):
+            plain = open_details(details, table.details, bound) if sealed is not None else details
+            again = seal_details(
+                namespace, user, plain, bound, kind=table.details, plain=table.plain
+            )
+            if again != details:
                 changes["details"] = again
     first = table.columns[0].name
     if table.terms is not None and key_id_of(row[first]) is None and first in changes:
         changes["tsv_keyed"] = terms_for(db, namespace, [table.terms(opened)])[0]
     return changes
+
+
+def _reseal_entries(namespace: str, retired: set[int]) -> int:
+    """Seal again, under their owner's current key, the workspace entries of the tenant (on
+    this host) sealed under a retired key; returns how many."""
+    resealed = 0
+    for path in workspace_files(namespace):
+        file = workspace_file(namespace, path)
+
+        def again(text: str, file: str = file) -> str:
+            nonlocal resealed
+            lines = text.splitlines(keepends=True)
+            for i, line in enumerate(lines):
+                key_id = key_id_of(line.strip()) if is_sealed(line) else None
+                if key_id is not None and key_id in retired:
+                    owner = keyring.by_id(key_id).user_id
+                    plain = open_text(line.rstrip("\n"), ENTRY_KIND, file)
+                    lines[i] = seal_entry(namespace, owner, file, plain)
+                    resealed += 1
+            return "".join(lines)
+
+        rewrite_locked(path, again)
+    return resealed
 
 
 def _retire(namespace: str) -> list[int]:
@@ -227,13 +284,16 @@ def _pass(
         table = TABLES[state["table"]]
         model = table.model
         raw = [type_coerce(getattr(model, c.name), Text).label(c.name) for c in table.columns]
-        extra: list[Any] = []
-        if model is Memory:  # sealed details, and the key its terms are made with
-            extra = [type_coerce(model.details, JSONB).label("details"), model.key]
+        extra: list[Any] = [getattr(model, table.row)] if table.row != "id" else []
+        if table.details is not None:  # read raw, as the values are
+            extra.append(type_coerce(model.details, JSONB).label("details"))
+        if model is Memory:  # the key its terms are made with
+            extra.append(model.key)
+        owner = getattr(model, "user_id", type_coerce(null(), Text).label("user_id"))
         with session_scope() as db:
             rows = (
                 db.execute(
-                    select(model.id, model.namespace, model.user_id, *raw, *extra)
+                    select(model.id, model.namespace, owner, *raw, *extra)
                     .where(model.namespace == namespace, model.id > state["after"])
                     .order_by(model.id)
                     .limit(batch)
@@ -257,6 +317,8 @@ def _pass(
             if saved:
                 _save(db, namespace, state if state["table"] < len(TABLES) else None)
         batches += 1
+    if entries := _reseal_entries(namespace, retired):  # the workspace's, once the rows are
+        report.resealed["workspace_files"] = entries
     return True
 
 

@@ -2,6 +2,7 @@
 
 A token is shown once, when it is created; afterwards only its id, name and namespaces are
 known. Revoked tokens stay listed (with the time of revocation) and never authenticate again.
+An operator token (`ops`) may also read the pipeline's global figures (`GET /v1/status`).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ class TokenInfo:
     created_at: datetime
     last_used_at: datetime | None
     revoked_at: datetime | None
+    ops: bool = False  # may read the pipeline's global figures
 
 
 def hash_token(token: str) -> str:
@@ -43,11 +45,15 @@ def _info(row: ApiToken) -> TokenInfo:
         created_at=row.created_at,
         last_used_at=row.last_used_at,
         revoked_at=row.revoked_at,
+        ops=row.ops,
     )
 
 
-def create_token(namespaces: list[str], name: str = "") -> tuple[str, TokenInfo]:
-    """A new token for `namespaces` (each checked like an event's namespace): (token, info)."""
+def create_token(
+    namespaces: list[str], name: str = "", *, ops: bool = False
+) -> tuple[str, TokenInfo]:
+    """A new token for `namespaces` (each checked like an event's namespace), an operator
+    token with `ops`: (token, info)."""
     if not namespaces:
         raise ValueError("a token needs at least one namespace")
     for namespace in namespaces:
@@ -58,6 +64,7 @@ def create_token(namespaces: list[str], name: str = "") -> tuple[str, TokenInfo]
             name=name or ",".join(namespaces),
             namespaces=list(dict.fromkeys(namespaces)),
             token_hash=hash_token(token),
+            ops=ops,
         )
         db.add(row)
         db.flush()

@@ -6,7 +6,9 @@ of placeholders each time, and array parameters are adapted value by value in Py
 cost ingest more CPU than Postgres took to store the rows.
 
 Postgres turns each JSON value into its column's type (JSON arrays into arrays). Result
-columns keep their model types, so sealed values read back as the model reads them.
+columns keep their model types, so sealed values read back as the model reads them (with
+their row, as the column types read them). A writer that seals binds each value to its row
+before the row exists: `allocate_ids` draws the ids from the table's sequence first.
 """
 
 from __future__ import annotations
@@ -59,8 +61,34 @@ def _statement(
         sql += f" ON CONFLICT ({', '.join(_quote(name) for name in conflict)}) {action}"
     if not returning:
         return text(sql)
-    sql += f" RETURNING {', '.join(_quote(name) for name in returning)}"
+    sql += f" RETURNING {', '.join(_returned(table, name) for name in returning)}"
     return text(sql).columns(*(table.c[name] for name in returning))  # type: ignore[return-value]
+
+
+def _returned(table: Table, name: str) -> str:
+    """A RETURNING item: the column as its type reads it (a sealed column with its row)."""
+    column = table.c[name]
+    if not column.type._has_column_expression:  # SQLAlchemy's own flag
+        return _quote(name)
+    expression = column.type.column_expression(column)
+    assert expression is not None, f"{name}: a column type that reads it unchanged"
+    compiled = expression.compile(dialect=_DIALECT, compile_kwargs={"literal_binds": True})
+    return f"{compiled} AS {_quote(name)}"
+
+
+def allocate_ids(db: DbSession, model: Any, count: int) -> list[int]:
+    """`count` new ids of `model`'s table, drawn from its sequence (unused ones are gaps)."""
+    if count <= 0:
+        return []
+    table = model.__table__.name
+    return list(
+        db.scalars(
+            text(
+                "SELECT nextval(pg_get_serial_sequence(:table, 'id')) FROM generate_series(1, :n)"
+            ),
+            {"table": table, "n": count},
+        )
+    )
 
 
 def _json_default(value: Any) -> str:

@@ -9,11 +9,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 import psycopg
+import sqlalchemy
 from psycopg.types.datetime import TimestamptzLoader
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine, event
 from sqlalchemy.orm import Session, sessionmaker
 
 from continuum.config import get_settings
+from continuum.observability import tracing
 
 _engines: dict[tuple[int, str], Engine] = {}
 
@@ -41,7 +43,9 @@ def get_engine(url: str | None = None) -> Engine:
     key = (os.getpid(), url)
     engine = _engines.get(key)
     if engine is None:
-        engine = create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=5)
+        # Looked up on the module at each call: with tracing on, the SQLAlchemy
+        # instrumentation wraps `sqlalchemy.create_engine`, and so traces our engines.
+        engine = sqlalchemy.create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=5)
         event.listen(engine, "connect", _clamp_timestamps)
         _engines[key] = engine
     return engine
@@ -61,9 +65,28 @@ def driver_connection(db: Session) -> psycopg.Connection[Any]:
     return raw
 
 
+class _Committing:
+    """A session's transaction as a context manager whose commit, at a clean exit, runs in a
+    `continuum.commit` span (the last flush included; no-op while tracing is off). Otherwise
+    exactly `session.begin()`: an error inside rolls back."""
+
+    def __init__(self, session: Session) -> None:
+        self._transaction = session.begin()
+
+    def __enter__(self) -> None:
+        self._transaction.__enter__()
+
+    def __exit__(self, *error: Any) -> None:
+        if error[0] is not None:
+            self._transaction.__exit__(*error)
+            return
+        with tracing.span("continuum.commit", "client", {"db.system": "postgresql"}):
+            self._transaction.__exit__(None, None, None)
+
+
 @contextmanager
 def session_scope(url: str | None = None) -> Iterator[Session]:
     """A transaction: commits on success, rolls back on any error."""
     factory = sessionmaker(get_engine(url), expire_on_commit=False)
-    with factory.begin() as session:
+    with factory() as session, _Committing(session):
         yield session

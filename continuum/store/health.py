@@ -9,7 +9,7 @@ from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
 from continuum.config import ConfigError, get_settings
-from continuum.redis_client import SyncRedis
+from continuum.redis_client import SyncRedis, client_for, redacted
 from continuum.store.engine import get_engine
 
 
@@ -37,11 +37,11 @@ def _postgres() -> Check:
 def _redis(name: str, url_of: str) -> Check:
     try:
         url = getattr(get_settings(), url_of)()
-        client: SyncRedis = redis.Redis.from_url(url, socket_connect_timeout=2)
+        client: SyncRedis = client_for(url, socket_connect_timeout=2)
         info = client.info("server")
     except (redis.RedisError, ConfigError) as exc:
         return Check(name, False, str(exc))
-    return Check(name, True, f"Redis {info['redis_version']} at {url}")
+    return Check(name, True, f"Redis {info['redis_version']} at {redacted(url)}")
 
 
 def run_checks() -> list[Check]:

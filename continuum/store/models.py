@@ -6,13 +6,14 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from pgvector.sqlalchemy import HALFVEC
 from sqlalchemy import (
     ARRAY,
     BigInteger,
     Boolean,
+    ColumnElement,
     Computed,
     DateTime,
     Float,
@@ -22,13 +23,18 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
     UniqueConstraint,
+    case,
+    cast,
     func,
+    literal_column,
+    type_coerce,
 )
 from sqlalchemy.dialects.postgresql import JSONB, TSVECTOR, UUID
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from continuum.config import get_settings
 
+_T = TypeVar("_T")
 EMBEDDING_DIM = get_settings().embedding_dim
 TSV_MESSAGES = "to_tsvector('english'::regconfig, coalesce(content, ''))"
 TSV_MEMORIES = (
@@ -37,23 +43,63 @@ TSV_MEMORIES = (
 # Since 0012: an encrypted tenant's row brings its own keyed terms (`continuum.sealing.terms`).
 TSV_MESSAGES_KEYED = f"coalesce(tsv_keyed, {TSV_MESSAGES})"
 TSV_MEMORIES_KEYED = f"coalesce(tsv_keyed, {TSV_MEMORIES})"
-SEALED_PREFIX = "enc1:"
+# Since 0015: a cron report's terms, keyed for an encrypted tenant (its summary is sealed);
+# the listing matches this very expression, which its index covers.
+TSV_CRON_REPORTS = "coalesce(tsv_keyed, to_tsvector('english'::regconfig, summary))"
+SEALED_PREFIX = "enc2:"  # a sealed value bound to its row (`continuum.sealing.envelope`)
+LEGACY_SEALED_PREFIX = "enc1:"  # sealed before rows were bound: still opens, never written
+SEALED_PREFIXES = (SEALED_PREFIX, LEGACY_SEALED_PREFIX)
+ROW_MARK = "@"  # a sealed value as read: `@` and its row's identity in hex follow it
+
+RowKey = int | str  # a row's identity in a seal: its id, or its unique key where upserted
+
+
+def is_sealed(value: object) -> bool:
+    """Whether a stored value is sealed text (either format)."""
+    return isinstance(value, str) and value.startswith(SEALED_PREFIXES)
+
+
+def _sql(value: str) -> ColumnElement[Any]:
+    """A constant written into the statement (no parameter: ORM bulk inserts read their
+    RETURNING through these expressions, and refuse expanding parameters)."""
+    return literal_column("'" + value.replace("'", "''") + "'")
+
+
+def _bound(value: ColumnElement[Any], row: ColumnElement[Any]) -> ColumnElement[Any]:
+    """`value` with its row's identity appended: `@` and the identity in hex (nothing in
+    hex can be mistaken for the mark)."""
+    row_hex = func.encode(func.convert_to(cast(row, Text), _sql("UTF8")), _sql("hex"))
+    return value + _sql(ROW_MARK) + row_hex
+
+
+def _is_sealed(value: ColumnElement[Any]) -> ColumnElement[bool]:
+    prefix = func.left(value, literal_column(str(len(SEALED_PREFIX))))
+    return prefix.in_([_sql(sealed) for sealed in SEALED_PREFIXES])
+
+
+def _row_column(column: Any, name: str) -> Any:
+    """The column `name` of the table (or alias) `column` is read from; None when the
+    column is not read straight from its table (a subquery's, say)."""
+    table = getattr(column, "table", None)
+    columns = getattr(table, "c", None)
+    return columns[name] if columns is not None and name in columns else None
 
 
 class SealedReaders:
     """How sealed columns read back: `continuum.sealing.envelope` registers its decoders
     here when it is imported (the store sits below sealing, whose keys live in its tables).
     Any code that can have written a sealed value has imported sealing; a sealed value read
-    without a decoder is refused rather than shown as ciphertext."""
+    without a decoder is refused rather than shown as ciphertext. A decoder is given the
+    value, its kind and its row (None: the one the read attached, see `SealedText`)."""
 
-    text: Callable[[str, str], str] | None = None
-    details: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    text: Callable[[str, str, RowKey | None], str] | None = None
+    details: Callable[[dict[str, Any], str, RowKey | None], dict[str, Any]] | None = None
 
     @classmethod
     def register(
         cls,
-        text: Callable[[str, str], str],
-        details: Callable[[dict[str, Any]], dict[str, Any]],
+        text: Callable[[str, str, RowKey | None], str],
+        details: Callable[[dict[str, Any], str, RowKey | None], dict[str, Any]],
     ) -> None:
         cls.text, cls.details = text, details
 
@@ -65,40 +111,76 @@ class SealedReaders:
         )
 
 
-class SealedText(TypeDecorator[str]):
+class _RowBound(TypeDecorator[_T]):
+    """A column whose seals are bound to their row (`row`: the column holding its identity,
+    the id unless the row is upserted), so a value cannot be opened as another row's. A
+    SELECT or RETURNING of the column therefore reads the row's identity with it, from the
+    same row in the same statement (`column_expression`): a sealed value comes back with `@`
+    and that identity in hex appended, which the decoder strips and opens it with. A column
+    not read straight from its table (a subquery's) comes back unbound, and a sealed value
+    in it is refused by the decoder. Raw SQL reads select the identity themselves and pass
+    it to the decoder."""
+
+    def __init__(self, kind: str, row: str = "id") -> None:
+        super().__init__()
+        self.kind, self.row = kind, row
+
+    def column_expression(self, column: Any) -> Any:
+        row = _row_column(column, self.row)
+        if row is None:
+            return column
+        return type_coerce(self._read_with(column, row), self)
+
+    def _read_with(self, column: Any, row: Any) -> ColumnElement[Any]:
+        """The column's value as read: sealed, with `row`'s identity appended."""
+        raise NotImplementedError
+
+
+class SealedText(_RowBound[str]):
     """Text that may be stored sealed (`continuum.sealing.envelope`): read back as plaintext.
-    Writers seal explicitly, since sealing needs the row's tenant and user."""
+    Writers seal explicitly, since sealing needs the row's tenant, user and identity."""
 
     impl = Text
-    cache_ok = True
+    cache_ok = True  # SQLAlchemy reads it from each class's own body
 
-    def __init__(self, kind: str) -> None:
-        super().__init__()
-        self.kind = kind
+    def _read_with(self, column: Any, row: Any) -> ColumnElement[Any]:
+        raw = type_coerce(column, Text)
+        return case((_is_sealed(raw), _bound(raw, row)), else_=raw)
 
     def process_result_value(self, value: str | None, dialect: Any) -> str | None:
-        if value is None or not value.startswith(SEALED_PREFIX):
+        if value is None or not value.startswith(SEALED_PREFIXES):
             return value
         # A damaged value reads as UNREADABLE: code that writes opened text again opens it
         # raw, strictly.
         if SealedReaders.text is None:
             raise SealedReaders.missing()
-        return SealedReaders.text(value, self.kind)
+        return SealedReaders.text(value, self.kind, None)
 
 
-class SealedDetails(TypeDecorator[dict[str, Any]]):
+SEALED_JSON = "sealed"  # the one key of a JSON value stored sealed
+
+
+class SealedDetails(_RowBound[dict[str, Any]]):
     """JSONB details whose content-bearing keys may be stored sealed under `"sealed"`
-    (`continuum.sealing.envelope.seal_details`): read back merged, as plaintext."""
+    (`continuum.sealing.envelope.seal_details`): read back merged, as plaintext (the row's
+    identity appended to the sealed text under `"sealed"`)."""
 
     impl = JSONB
     cache_ok = True
 
+    def _read_with(self, column: Any, row: Any) -> ColumnElement[Any]:
+        raw = type_coerce(column, JSONB)
+        sealed = type_coerce(raw.op("->>")(_sql(SEALED_JSON)), Text)
+        path = _sql("{" + SEALED_JSON + "}")
+        bound = func.jsonb_set(raw, path, func.to_jsonb(_bound(sealed, row)))
+        return case((_is_sealed(sealed), bound), else_=raw)
+
     def process_result_value(self, value: Any, dialect: Any) -> Any:
-        if not isinstance(value, dict) or "sealed" not in value:
+        if not isinstance(value, dict) or not is_sealed(value.get(SEALED_JSON)):
             return value
         if SealedReaders.details is None:
             raise SealedReaders.missing()
-        return SealedReaders.details(value)
+        return SealedReaders.details(value, self.kind, None)
 
 
 class Base(DeclarativeBase):
@@ -148,7 +230,9 @@ class Message(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     ingested_at: Mapped[datetime] = _now()
     event_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
-    details: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default="{}")
+    details: Mapped[dict[str, Any]] = mapped_column(
+        SealedDetails("messages.details"), server_default="{}"
+    )
     tsv_keyed: Mapped[Any] = mapped_column(TSVECTOR, nullable=True)
     tsv: Mapped[Any] = mapped_column(TSVECTOR, Computed(TSV_MESSAGES_KEYED, persisted=True))
     embedding: Mapped[Any] = mapped_column(HALFVEC(EMBEDDING_DIM), nullable=True)
@@ -162,7 +246,9 @@ class CronReport(Base):
     namespace: Mapped[str] = mapped_column(Text)
     cron_name: Mapped[str] = mapped_column(Text)
     session_id: Mapped[str] = mapped_column(Text)
-    summary: Mapped[str] = mapped_column(Text)
+    # bound to the report's session (the row is upserted: its id is not known before)
+    summary: Mapped[str] = mapped_column(SealedText("cron_reports.summary", row="session_id"))
+    tsv_keyed: Mapped[Any] = mapped_column(TSVECTOR, nullable=True)
     run_started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     run_ended_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     event_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
@@ -218,7 +304,9 @@ class Memory(Base):
     kind: Mapped[str] = mapped_column(Text)
     key: Mapped[str | None] = mapped_column(Text)
     content: Mapped[str] = mapped_column(SealedText("memories.content"))
-    details: Mapped[dict[str, Any]] = mapped_column(SealedDetails, server_default="{}")
+    details: Mapped[dict[str, Any]] = mapped_column(
+        SealedDetails("memories.details"), server_default="{}"
+    )
     tags: Mapped[list[str]] = mapped_column(ARRAY(Text), server_default="{}")
     importance: Mapped[int] = mapped_column(SmallInteger, server_default="5")
     confidence: Mapped[float] = mapped_column(Float, server_default="0.7")
@@ -320,6 +408,7 @@ class ApiToken(Base):
     name: Mapped[str] = mapped_column(Text)
     namespaces: Mapped[list[str]] = mapped_column(ARRAY(Text))
     token_hash: Mapped[str] = mapped_column(Text, unique=True)
+    ops: Mapped[bool] = mapped_column(Boolean, server_default="false")  # global figures too
     created_at: Mapped[datetime] = _now()
     last_used_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))

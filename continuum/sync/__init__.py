@@ -4,6 +4,7 @@
 Claude Code and Codex sessions: `continuum.transcripts.formats`), reads each source
 from its stored cursor, bulk-writes new messages, session rows and cron reports in one
 transaction per batch, keeps per-instance views, and feeds capture with what is new.
+`continuum.sync.watch` runs it on the sources a write touched, within seconds, beside beat.
 """
 
 from continuum.sync.cron import CronReportHit, cron_reports

@@ -3,33 +3,46 @@
 `event_at` is the report message's own transcript time (never the ingest time), so "cron
 reports by day" (R77) lists runs on the day they happened. A session that grows later
 updates its row.
+
+An encrypted tenant's summary is sealed (R47) under the tenant's key, bound to the report's
+session (its row is upserted, so the session id is the identity known before the write),
+deterministically: a report synced again unchanged writes nothing. Its search terms are
+keyed (`tsv_keyed`, `continuum.sealing.terms`), so full-text search still finds it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, time, timedelta, timezone
+from datetime import date, datetime, tzinfo
 
 from sqlalchemy import func, or_
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session as DbSession
 
+from continuum.config import get_settings
 from continuum.domain.storable import clean_text
 from continuum.recall import listings
 from continuum.recall.listings import Window
+from continuum.recall.timeparse import day_span
+from continuum.sealing.envelope import seal
+from continuum.sealing.terms import terms_for
 from continuum.store.models import CronReport as CronReportRow
 from continuum.transcripts import CronReport
+
+SUMMARY_KIND = "cron_reports.summary"
 
 
 def upsert_report(
     db: DbSession, namespace: str, session_id: str, report: CronReport, event_at: datetime
 ) -> bool:
     """Insert or refresh the session's report; True when a row was written or changed."""
+    summary = clean_text(report.text)
     values = {
         "namespace": namespace,
         "session_id": session_id,
         "cron_name": clean_text(report.name),
-        "summary": clean_text(report.text),
+        "summary": seal(namespace, None, SUMMARY_KIND, summary, session_id, deterministic=True),
+        "tsv_keyed": terms_for(db, namespace, [summary])[0],
         "run_started_at": report.run_started_at,
         "run_ended_at": report.run_ended_at,
         "event_at": event_at,
@@ -41,6 +54,7 @@ def upsert_report(
         set_={
             "cron_name": new.cron_name,
             "summary": new.summary,
+            "tsv_keyed": new.tsv_keyed,
             "run_started_at": func.least(CronReportRow.run_started_at, new.run_started_at),
             "run_ended_at": func.greatest(CronReportRow.run_ended_at, new.run_ended_at),
             "event_at": new.event_at,
@@ -75,13 +89,14 @@ def cron_reports(
     *,
     cron_name: str | None = None,
     limit: int = 100,
-    tz: timezone = UTC,
+    tz: str | tzinfo | None = None,
 ) -> list[CronReportHit]:
-    """Cron reports of a namespace, newest first; `day` keeps one day's runs (in `tz`)."""
+    """Cron reports of a namespace, newest first; `day` keeps one day's runs, a day of the
+    tenant's time zone (`Settings.zone_for`) or of `tz`."""
     window = Window(limit)
     if day is not None:
-        start = datetime.combine(day, time.min, tzinfo=tz)
-        window = Window(limit, since=start, until=start + timedelta(days=1))
+        since, until = day_span(day, get_settings().zone_for(namespace, tz))
+        window = Window(limit, since=since, until=until)
     return [
         CronReportHit(
             namespace=row.namespace,

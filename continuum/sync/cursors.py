@@ -92,9 +92,13 @@ def _from_row(row: Any) -> Cursor:
     return Cursor(row.source_path, stat, row.byte_offset, row.seq, dict(row.details or {}))
 
 
-def load_all(db: DbSession) -> dict[str, Cursor]:
-    """Every stored cursor by key (for the fast unchanged-file check before any lock)."""
-    return {row.source_path: _from_row(row) for row in db.scalars(select(TranscriptCursor))}
+def load_all(db: DbSession, keys: list[str] | None = None) -> dict[str, Cursor]:
+    """Every stored cursor by key, or those of `keys` (for the fast unchanged-file check
+    before any lock)."""
+    stmt = select(TranscriptCursor)
+    if keys is not None:
+        stmt = stmt.where(TranscriptCursor.source_path.in_(keys))
+    return {row.source_path: _from_row(row) for row in db.scalars(stmt)}
 
 
 def lock_and_load(db: DbSession, key: str) -> Cursor:

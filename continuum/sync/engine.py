@@ -2,6 +2,8 @@
 
 One run at a time per deployment (a Redis lock; a run that finds it held returns at once
 with `locked=True`), and per-source advisory locks in Postgres in case that lock expires.
+A run of named sources (`paths`: the watcher's, `continuum.sync.watch`) takes no run lock:
+the per-source locks alone serialize it with a full run reading the same source.
 Bad input never stops a run: each problem is counted by kind in the `SyncSummary`, good
 lines are kept, and a source that cannot be read is retried on the next run.
 """
@@ -167,15 +169,16 @@ class _Engine:
         self.summary.record_error(kind, path, found.detail, line_no=line_no)
         self.source_problems.append((namespace, str(path), found))
 
-    def keep_record(self) -> None:
+    def keep_record(self, last_run: bool = True) -> None:
         """Store the run's source problems, close those of sources read fine this time, and
-        remember the run as the last sync (`continuum status`)."""
+        remember the run as the last sync (`continuum status`) unless `last_run` is False."""
         summary = self.summary
         with session_scope() as db:
             problems.resolve(db, self.read_fine, whole_source=True, not_run=summary.run_id)
             for namespace, path, found in self.source_problems:
                 problems.record(db, summary.run_id, namespace, path, [found])
-            save_last_run(db, summary)
+            if last_run:
+                save_last_run(db, summary)
 
     def end_sessions(self, idle_ms: int) -> None:
         """Send session end for the synced sessions that ended or went idle (only when
@@ -273,6 +276,7 @@ def sync(
     time_budget_s: float | None = None,
     workers: int | None = None,
     lock_timeout_s: int = LOCK_TIMEOUT_S,
+    paths: Collection[Path] | None = None,
 ) -> SyncSummary:
     """Sync every transcript source under `home` (default: the user's home directory).
 
@@ -285,11 +289,17 @@ def sync(
     are read at once, each on its own connection. Arguments left None take their
     `CONTINUUM_SYNC_*` settings (`kinds`: the formats they switch on, `enabled_kinds`),
     so beat and `continuum sync` read the same sources.
+
+    `paths` limits the run to the sources at those paths (a SQLite store also by its `-wal`
+    or `-journal` file), as the watcher runs it: no run lock (each source's advisory lock
+    serializes its batches with any other run's), no discovery-wide problems, no session
+    ending and not kept as the last sync: the full runs do those.
     """
     started = time.monotonic()
     settings = get_settings()
     summary = SyncSummary(run_id=uuid.uuid4().hex)
-    lock = _take_lock(lock_timeout_s, summary)
+    named = None if paths is None else source_keys(paths)
+    lock = _take_lock(lock_timeout_s, summary) if named is None else None
     if summary.locked:
         return summary
     try:
@@ -302,12 +312,13 @@ def sync(
             home or settings.sync_home or Path.home(),
             enabled_kinds(settings) if kinds is None else kinds,
         )
-        sources = _select(engine, found, instance)
+        sources = _select(engine, found, instance, named)
         deadline = None if time_budget_s is None else started + time_budget_s
         _run(engine, options, sources, workers or settings.sync_workers, deadline, progress)
-        engine.end_sessions(settings.idle_ms)
+        if named is None:
+            engine.end_sessions(settings.idle_ms)
         summary.seconds = time.monotonic() - started
-        engine.keep_record()
+        engine.keep_record(last_run=named is None)
     finally:
         if lock is not None:
             try:
@@ -318,24 +329,43 @@ def sync(
     return summary
 
 
+# Files beside a SQLite store that change when it is written.
+_STORE_SIDE_FILES = ("-wal", "-journal", "-shm")
+
+
+def source_keys(paths: Collection[Path]) -> set[str]:
+    """The source paths that writes to `paths` concern: each path, and for a SQLite store's
+    write-ahead log or journal, the store itself."""
+    keys = set()
+    for path in map(str, paths):
+        keys.add(path)
+        keys.update(path.removesuffix(side) for side in _STORE_SIDE_FILES if path.endswith(side))
+    return keys
+
+
 def _select(
-    engine: _Engine, found: Discovery, instance: str | None
+    engine: _Engine, found: Discovery, instance: str | None, named: set[str] | None = None
 ) -> list[tuple[TranscriptSource, str, cursors.Cursor | None]]:
-    """The discovered sources to sync, with their instances' views ensured and known cursors."""
+    """The discovered sources to sync (those at `named` paths only, when given), with their
+    instances' views ensured and known cursors."""
     summary = engine.summary
-    for error in found.errors + found.bad_files:
+    for error in found.errors + found.bad_files if named is None else ():
         namespace = namespace_for(error.instance) if error.instance else ""
         engine.source_problem(namespace, error.path, error.kind, error.detail, error.line_no)
-    named = [(source, namespace_for(source.instance)) for source in found.sources]
+    chosen = [
+        (source, namespace_for(source.instance))
+        for source in found.sources
+        if named is None or str(source.path) in named
+    ]
     selected = [
         (s, ns)
-        for s, ns in named
+        for s, ns in chosen
         if (instance is None or ns == instance) and _allowed(ns, s.path, engine)
     ]
     summary.instances = sorted({ns for _, ns in selected})
     with session_scope() as db:
         summary.views_created = ensure_views(db, summary.instances)
-        known = cursors.load_all(db)
+        known = cursors.load_all(db, None if named is None else [str(s.path) for s, _ in selected])
     return [(source, ns, known.get(str(source.path))) for source, ns in selected]
 
 

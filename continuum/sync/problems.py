@@ -180,11 +180,9 @@ def listing(
     return [Problem.model_validate(row) for row in rows]
 
 
-def open_counts(db: DbSession) -> dict[str, int]:
-    """Unresolved problems by kind."""
-    stmt = (
-        select(SyncProblem.kind, func.count())
-        .where(SyncProblem.resolved_at.is_(None))
-        .group_by(SyncProblem.kind)
-    )
-    return {kind: count for kind, count in db.execute(stmt)}
+def open_counts(db: DbSession, namespaces: list[str] | None = None) -> dict[str, int]:
+    """Unresolved problems by kind: in `namespaces`, or in every tenant."""
+    stmt = select(SyncProblem.kind, func.count()).where(SyncProblem.resolved_at.is_(None))
+    if namespaces is not None:
+        stmt = stmt.where(SyncProblem.namespace.in_(namespaces))
+    return {kind: count for kind, count in db.execute(stmt.group_by(SyncProblem.kind))}

@@ -65,7 +65,8 @@ def add_compactions(
     db: DbSession, namespace: str, session_id: str, compactions: list[Compaction]
 ) -> int:
     """Append compaction summaries to `sessions.details.compactions` (once per id); sealed,
-    but for their id, for an encrypted tenant (`open_compactions` reads them)."""
+    but for their id, for an encrypted tenant, bound to the session (`open_compactions`
+    reads them)."""
     if not compactions:
         return 0
     where = (Session.namespace == namespace, Session.session_id == session_id)
@@ -74,7 +75,9 @@ def add_compactions(
     known = {item.get("compaction_id") for item in stored}
     new = [
         {"compaction_id": c.compaction_id}
-        | seal_json(namespace, None, COMPACTION_KIND, clean_json(c.model_dump(mode="json")))
+        | seal_json(
+            namespace, None, COMPACTION_KIND, clean_json(c.model_dump(mode="json")), session_id
+        )
         for c in compactions
         if c.compaction_id not in known
     ]

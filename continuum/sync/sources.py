@@ -1,7 +1,9 @@
 """Reading one transcript source into the database, one transaction per batch.
 
-Each transaction takes the source's advisory lock, re-reads its committed cursor, reads
-the next batch of complete lines (JSONL, by byte offset) or events (SQLite, by seq),
+Each transaction takes the source's advisory lock, re-reads its committed cursor and the
+file's size (another run, beat's or the watcher's, may have read past what was seen before
+the lock: that is new reading done, never a shrunk file to read again), reads the next batch
+of complete lines (JSONL, by byte offset) or events (SQLite, by seq),
 parses it with the restored `ParserState`, writes messages, session row, compactions
 and cron report, and moves the cursor — all or nothing (R75). Counting and the capture
 feed happen only after the commit.
@@ -46,7 +48,12 @@ from continuum.transcripts import (
 )
 from continuum.transcripts.formats import Reader
 from continuum.transcripts.lines import DEFAULT_MAX_LINE_BYTES, LineBatch
-from continuum.transcripts.openclaw_sqlite import parse_events, read_events, session_heads
+from continuum.transcripts.openclaw_sqlite import (
+    parse_events,
+    read_events,
+    session_head,
+    session_heads,
+)
 
 DEFAULT_BATCH_LINES = 5_000
 
@@ -192,6 +199,7 @@ def sync_jsonl(
     while True:
         with session_scope() as db:
             cursor = cursors.lock_and_load(db, key)
+            stat = FileStat.of(path)  # under the lock: the cursor may be past the first stat
             if first and options.skips(cursor, stat):
                 return  # another run read it meanwhile
             if first and options.backfill:
@@ -286,14 +294,16 @@ class _StoreSession:
 
     def sync(self, options: Options, report: SourceReport) -> None:
         """Read the session's events after its cursor's seq, a batch per transaction."""
-        key, fresh = f"{self.source.path}#{self.session_id}", options.backfill
+        key, fresh, head = f"{self.source.path}#{self.session_id}", options.backfill, self.head
         while True:
             with session_scope() as db:
                 cursor = cursors.lock_and_load(db, key)
-                state = None if fresh or cursor.seq > self.head else cursor.state()
+                if cursor.seq > head:  # another run read past the head seen before the lock?
+                    head = session_head(self.source.path, self.session_id)
+                state = None if fresh or cursor.seq > head else cursor.state()
                 report.restarted += state is None and cursor.seq > 0 and not fresh
                 after = cursor.seq if state is not None else 0
-                if after >= self.head:
+                if after >= head:
                     return
                 events = read_events(self.source.path, self.session_id, after, options.batch_lines)
                 if not events:
@@ -322,7 +332,7 @@ class _StoreSession:
                 cursors.save(db, cursor, owner, None)
             report.outcomes.append(outcome)
             fresh = False
-            if cursor.seq >= self.head:
+            if cursor.seq >= head:
                 return
 
 

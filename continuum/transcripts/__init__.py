@@ -15,6 +15,7 @@ from continuum.transcripts.formats import (
     enabled_kinds,
     format_of,
     parser_for,
+    watch_dirs,
 )
 from continuum.transcripts.lines import (
     EntryParser,
@@ -81,4 +82,5 @@ __all__ = [
     "read_events",
     "session_id_from_path",
     "topic_id_from_path",
+    "watch_dirs",
 ]

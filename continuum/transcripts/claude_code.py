@@ -4,6 +4,7 @@ and how they are parsed."""
 from __future__ import annotations
 
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from continuum.transcripts.discovery import Discovery, TranscriptSource
@@ -27,9 +28,14 @@ _COMMAND_PREFIXES = ("<command-", "<local-command-")
 _SYNTHETIC_MODEL = "<synthetic>"
 
 
+def session_dirs(found: Discovery) -> list[Path]:
+    """Where Claude Code keeps its session files: `home/.claude/projects`."""
+    return [found.home / ".claude" / "projects"]
+
+
 def discover_sessions(found: Discovery) -> None:
     """Every session file under `home/.claude/projects` (instance `claude-code`)."""
-    for path in found.files_under(found.home / ".claude" / "projects"):
+    for path in found.files_under(session_dirs(found)[0]):
         if path.suffix == ".jsonl":
             found.sources.append(
                 TranscriptSource(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
+from pathlib import Path
 
 from continuum.transcripts.discovery import Discovery, TranscriptSource
 from continuum.transcripts.lines import BlockSpec, Entry, EntryParser, Line, collect_blocks
@@ -35,9 +36,14 @@ _INJECTED_PREFIXES = (
 )
 
 
+def session_dirs(found: Discovery) -> list[Path]:
+    """Where Codex keeps its rollouts: `home/.codex/sessions`."""
+    return [found.home / ".codex" / "sessions"]
+
+
 def discover_sessions(found: Discovery) -> None:
     """Every rollout under `home/.codex/sessions` (instance `codex`), named by its uuid."""
-    for path in found.files_under(found.home / ".codex" / "sessions"):
+    for path in found.files_under(session_dirs(found)[0]):
         if path.name.startswith("rollout-") and path.suffix == ".jsonl":
             uuid = _UUID_TAIL.search(path.stem)
             found.sources.append(

@@ -2,10 +2,12 @@
 
 A row gives a format's kind (`TranscriptSource.kind`, also kept in transcript cursors), the
 `source` label its rows get in the database, its parser, the function that finds its sources
-(in the format's module), how sync reads a source, and for an optional format the bool
-`continuum.config.Settings` field that switches it on. Discovery (`discover`), `parser_for`,
-sync's labels and readers, and the include settings (`enabled_kinds`) all come from these
-rows, so adding a format is its module, its row and, if it can be switched off, its setting.
+(in the format's module) and the one naming the directories they live in, how sync reads a
+source, and for an optional format the bool `continuum.config.Settings` field that switches
+it on. Discovery (`discover`), the directories `continuum sync watch` watches (`watch_dirs`),
+`parser_for`, sync's labels and readers, and the include settings (`enabled_kinds`) all come
+from these rows, so adding a format is its module, its row and, if it can be switched off,
+its setting.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from continuum.transcripts.discovery import Discovery, TranscriptSource
 from continuum.transcripts.lines import EntryParser
 from continuum.transcripts.models import ParserState
 from continuum.transcripts.openclaw import OpenClawParser
+from continuum.transcripts.openclaw_layout import instance_dirs
 
 # How sync reads a source: `jsonl`, a file of complete lines resumed by byte offset;
 # `openclaw_store`, an OpenClaw SQLite store whose sessions are each resumed by seq.
@@ -32,24 +35,27 @@ Reader = Literal["jsonl", "openclaw_store"]
 @dataclass(frozen=True)
 class Format:
     """One transcript format. `find` appends the format's sources under a `Discovery`;
+    `dirs` names the directories they are found in (each watched with its subdirectories);
     `setting` names the bool `Settings` field that switches it on (None: always read)."""
 
     kind: str
     label: str
     parser: Callable[[ParserState], EntryParser]
     find: Callable[[Discovery], None]
+    dirs: Callable[[Discovery], list[Path]]
     reader: Reader = "jsonl"
     setting: str | None = None
 
 
 # In discovery order; sources are sorted by kind and path afterwards either way.
 FORMATS: tuple[Format, ...] = (
-    Format(openclaw.KIND, "openclaw", OpenClawParser, openclaw.discover_files),
+    Format(openclaw.KIND, "openclaw", OpenClawParser, openclaw.discover_files, instance_dirs),
     Format(
         openclaw_sqlite.KIND,
         "openclaw",
         OpenClawParser,
         openclaw_sqlite.discover_stores,
+        instance_dirs,
         reader="openclaw_store",
     ),
     Format(
@@ -57,9 +63,17 @@ FORMATS: tuple[Format, ...] = (
         "claude-code",
         ClaudeCodeParser,
         claude_code.discover_sessions,
+        claude_code.session_dirs,
         setting="sync_include_claude",
     ),
-    Format(codex.KIND, "codex", CodexParser, codex.discover_sessions, setting="sync_include_codex"),
+    Format(
+        codex.KIND,
+        "codex",
+        CodexParser,
+        codex.discover_sessions,
+        codex.session_dirs,
+        setting="sync_include_codex",
+    ),
 )
 
 
@@ -84,6 +98,15 @@ def parser_for(source: TranscriptSource, state: ParserState | None = None) -> En
     return format_of(source.kind).parser(state)
 
 
+def _rows(kinds: Collection[str] | None) -> list[Format]:
+    """The rows of `kinds` (every row for None); ValueError naming a kind no row has."""
+    if kinds is not None:
+        unknown = set(kinds) - {row.kind for row in FORMATS}
+        if unknown:
+            raise ValueError(f"unknown transcript kinds: {', '.join(sorted(unknown))}")
+    return [row for row in FORMATS if kinds is None or row.kind in kinds]
+
+
 def discover(
     roots: list[Path] | None, home: Path, kinds: Collection[str] | None = None
 ) -> Discovery:
@@ -91,13 +114,18 @@ def discover(
 
     `roots` are the OpenClaw instance directories (default `home/.openclaw*`).
     """
-    if kinds is not None:
-        unknown = set(kinds) - {row.kind for row in FORMATS}
-        if unknown:
-            raise ValueError(f"unknown transcript kinds: {', '.join(sorted(unknown))}")
     found = Discovery(home, roots)
-    for row in FORMATS:
-        if kinds is None or row.kind in kinds:
-            row.find(found)
+    for row in _rows(kinds):
+        row.find(found)
     found.sources.sort(key=lambda source: (source.kind, str(source.path)))
     return found
+
+
+def watch_dirs(
+    roots: list[Path] | None, home: Path, kinds: Collection[str] | None = None
+) -> list[Path]:
+    """The existing directories the sources of `kinds` are found in, sorted, none inside
+    another: watched with their subdirectories, they see every write to a source."""
+    found = Discovery(home, roots)
+    dirs = sorted({path for row in _rows(kinds) for path in row.dirs(found) if path.is_dir()})
+    return [path for path in dirs if not any(other in path.parents for other in dirs)]

@@ -140,20 +140,22 @@ def instance_name(root: Path) -> str:
     return name.lstrip(".") or "default"
 
 
-def agent_dirs(found: Discovery) -> Iterator[tuple[str, Path]]:
-    """(instance, agent directory) of every agent of every OpenClaw instance.
+def instance_dirs(found: Discovery) -> list[Path]:
+    """The OpenClaw instance directories: `found.roots`, or by default the `home/.openclaw*`
+    directories."""
+    if found.roots is not None:
+        return list(found.roots)
+    return [
+        path
+        for path in found.children(found.home)
+        if path.is_dir() and (path.name == OPENCLAW_DIR or path.name.startswith(f"{OPENCLAW_DIR}-"))
+    ]
 
-    Instances are `found.roots`, or by default the `home/.openclaw*` directories.
-    """
-    roots = found.roots
-    if roots is None:
-        roots = [
-            path
-            for path in found.children(found.home)
-            if path.is_dir()
-            and (path.name == OPENCLAW_DIR or path.name.startswith(f"{OPENCLAW_DIR}-"))
-        ]
-    for root in roots:
+
+def agent_dirs(found: Discovery) -> Iterator[tuple[str, Path]]:
+    """(instance, agent directory) of every agent of every OpenClaw instance
+    (`instance_dirs`)."""
+    for root in instance_dirs(found):
         instance = instance_name(root)
         for agent in found.children(root / "agents"):
             if agent.is_dir():

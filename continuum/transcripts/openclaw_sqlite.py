@@ -78,6 +78,13 @@ def session_heads(path: Path) -> dict[str, int]:
         return {str(session_id): int(seq) for session_id, seq in rows}
 
 
+def session_head(path: Path, session_id: str) -> int:
+    """The highest seq of one session in the store (0 when it has none)."""
+    with open_store(path) as conn:
+        row = conn.execute(f"SELECT MAX(seq) FROM {TABLE} WHERE session_id = ?", (session_id,))
+        return int(row.fetchone()[0] or 0)
+
+
 def read_events(
     path: Path, session_id: str, after_seq: int = 0, limit: int | None = None
 ) -> list[StoredEvent]:

@@ -3,15 +3,13 @@ against a real uvicorn server on 127.0.0.1 and the real embedded servers."""
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.support.net import free_port
+from tests.support.live_api import serve_api
 
 CHROMIUM = Path("/usr/bin/chromium")
 # As root Chromium needs --no-sandbox; the rest keep it off this machine's closed network.
@@ -29,24 +27,8 @@ CHROMIUM_ARGS = [
 @pytest.fixture(scope="module")
 def live_server(servers: dict[str, str]) -> Iterator[str]:
     """The API and Mission Control served by uvicorn in a thread; yields the base URL."""
-    import uvicorn
-
-    from continuum.api import create_app
-
-    port = free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(create_app(), host="127.0.0.1", port=port, log_level="warning")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("uvicorn did not start")
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=10)
+    with serve_api() as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

@@ -130,10 +130,16 @@ def test_an_encrypted_tenants_text_is_sealed_by_either_door_and_read_back(
     db: Any, encrypted: str, copy: bool
 ) -> None:
     facts = SessionFacts(namespace=encrypted, session_id="s1", source="openclaw")
-    batch = [row._replace(namespace=encrypted) for row in rows("m1")]
+    details = {"mood": "calm harbour"}
+    batch = [row._replace(namespace=encrypted, details=details) for row in rows("m1")]
     with session_scope() as session:
         write(session, [facts], batch, copy=copy)
     count, raw = count_and_contents(encrypted)
-    assert count == 1 and raw[0].startswith("enc1:") and "message" not in raw[0]
-    with session_scope() as session:
-        assert session.scalar(select(Message.content)) == "message m1"
+    assert count == 1 and raw[0].startswith("enc2:") and "message" not in raw[0]
+    with session_scope() as session:  # the details are sealed whole, and open too
+        stored = session.execute(text("SELECT details FROM messages")).scalar_one()
+        assert set(stored) == {"sealed"} and "harbour" not in stored["sealed"]
+        assert session.execute(select(Message.content, Message.details)).one() == (
+            "message m1",
+            details,
+        )

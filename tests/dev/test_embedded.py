@@ -4,8 +4,11 @@
 from __future__ import annotations
 
 import shutil
+import time
+import uuid
 
 import pytest
+import redis
 
 from continuum.dev.embedded import SERVER_NAMES, EmbeddedServers
 from tests.support.paths import TEST_HOME
@@ -31,3 +34,24 @@ def test_a_run_stops_what_it_started_and_leaves_what_it_found() -> None:
     finally:
         servers.down()
         shutil.rmtree(home, ignore_errors=True)
+
+
+@pytest.mark.parametrize("kill", [False, True], ids=["shutdown", "sigkill"])
+def test_redis_restarts_in_place_at_once_with_every_write_it_answered(
+    servers: dict[str, str], kill: bool
+) -> None:
+    """A clean restart and a SIGKILL (no last write) both come back with what Redis
+    acknowledged (its AOF), on the same port, at once: stopping alone took 7 s, redis-py
+    sending SHUTDOWN again to the server that had just gone."""
+    embedded = EmbeddedServers(TEST_HOME)
+    client = redis.Redis.from_url(servers["redis_url"])
+    key = f"restart-probe:{uuid.uuid4()}"
+    client.set(key, "kept")
+    pid = embedded.redis_pid()
+    started = time.monotonic()
+    embedded.restart_redis(down_s=0, kill=kill)
+    took_s = time.monotonic() - started
+    assert embedded.redis_pid() not in (None, pid)
+    assert client.get(key) == b"kept"
+    client.delete(key)
+    assert took_s < 5

@@ -11,25 +11,31 @@ from typing import Any
 import pytest
 
 from continuum.contract.queues import ALL_QUEUES, EMBED
-from continuum.processes import WORKER_GROUPS, spawn, stop, worker_argv
-from tests.support import embedding_writes
+from continuum.dev import embedding_writes
+from continuum.processes import group_argv, spawn, stop
 from tests.support.worker_processes import FAULT_QUEUE
 
 
 @pytest.fixture(autouse=True)
 def _empty_broker(servers: dict[str, str]) -> None:
-    """Each scenario starts with no task message queued, held or ledgered: the `db` fixture
-    empties the app's Redis database, not the broker's, where a batch an earlier test left
-    (the default suite's, or a scenario that timed out) would otherwise reach this one's
+    """Each scenario starts with no task message queued, held or ledgered, and with a broker
+    no worker has watched yet: the `db` fixture empties the app's Redis database, not the
+    broker's, where a batch an earlier test left (the default suite's, or a scenario that
+    timed out), a restart an earlier scenario's workers recorded but never recovered, or
+    kombu's restore mutex held by a worker killed mid-sweep would otherwise reach this one's
     workers. Kombu's exchange bindings stay."""
+    from kombu.transport.redis import Channel
+
     from continuum.contract import ledger
+    from continuum.pipeline.redelivery import BROKER_STATE
     from continuum.redis_client import get_broker_redis
 
     broker = get_broker_redis()
     queues = [
         name for queue in (*ALL_QUEUES, FAULT_QUEUE) for name in broker.scan_iter(f"{queue}*")
     ]
-    broker.delete(*queues, "unacked", "unacked_index", ledger.ENTRIES, ledger.INDEX)
+    broker.delete(*queues, "unacked", "unacked_index", Channel.unacked_mutex_key, BROKER_STATE,
+                  ledger.ENTRIES, ledger.INDEX)  # fmt: skip
 
 
 @pytest.fixture
@@ -88,10 +94,9 @@ def start_embed_worker(
 ) -> Callable[[str], subprocess.Popen[bytes]]:
     """Start the `embed` worker group as `continuum worker` (no -Q) starts it: the same
     command line, its queue and fixed concurrency."""
-    group, queues, concurrency = next(group for group in WORKER_GROUPS if group[1] == (EMBED,))
 
-    def start(name: str = group) -> subprocess.Popen[bytes]:
+    def start(name: str = "embed") -> subprocess.Popen[bytes]:
         assert embeddings, "with embeddings off an embed worker has nothing to do"
-        return spawned(worker_argv(list(queues), concurrency, hostname=f"{name}@%h"), name)
+        return spawned(group_argv("embed", hostname=f"{name}@%h"), name)
 
     return start

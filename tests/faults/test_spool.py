@@ -58,10 +58,10 @@ def test_hooks_spool_while_redis_is_down_and_flush_replays_once(
             assert time.monotonic() - started < 3  # the hook never waits for Redis
         # each hook's background flush gives up after CONTINUUM_REDIS_WAIT_S and logs why
         wait_for(lambda: (home / spool.LOG_FILE).exists()
-                 and "broker unreachable" in (home / spool.LOG_FILE).read_text(), timeout=60)  # fmt: skip
+                 and "Redis unreachable" in (home / spool.LOG_FILE).read_text(), timeout=60)  # fmt: skip
         assert len(spool.pending(home)) == 2
         down = _flush(code=3)
-        assert (down["sent"], down["pending"]) == (0, 2) and "broker unreachable" in down["error"]
+        assert (down["sent"], down["pending"]) == (0, 2) and "Redis unreachable" in down["error"]
         kept = tmp_path / "kept"
         kept.mkdir()
         for file in spool.pending(home):
@@ -112,7 +112,7 @@ def test_a_voice_call_goes_on_while_redis_is_down_and_its_events_wait_in_the_spo
         # Every frame went through; the call's end waited only for its last flush to give up.
         assert float(done.stdout) < 10
         assert len(spool.pending(home)) == 3  # user turn, assistant turn, session end
-        assert "broker unreachable" in (home / spool.LOG_FILE).read_text()
+        assert "Redis unreachable" in (home / spool.LOG_FILE).read_text()
 
     start_worker(concurrency=1)
     wait_for(lambda: _flush()["pending"] == 0, timeout=60)

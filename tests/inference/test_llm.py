@@ -43,7 +43,8 @@ def test_good_answer_is_validated(fake: FakeLLM) -> None:
 
 
 def test_every_prompt_fences_the_transcript_and_carries_its_schema() -> None:
-    assert set(PROMPTS) == {"chunk_judge", "session_summary", "pre_compaction_takeaways"}
+    assert set(PROMPTS) == {"chunk_judge", "session_summary", "pre_compaction_takeaways",
+                            "handoff"}  # fmt: skip
     for prompt in PROMPTS.values():
         assert prompt.version
         system, user = prompt.messages(["[0] user: hi"], context="On 2026-11-21.")

@@ -103,22 +103,27 @@ def test_forget_and_private(db: Any) -> None:
     assert not _tools().forget_memory(key="x", memory_id=1)["success"]
 
 
-def test_writes_in_a_live_session_publish_a_change(db: Any) -> None:
+def test_every_write_publishes_a_change(db: Any) -> None:
+    """R43: live runtimes hear of writes in their session and in none (a tool called from
+    another channel, `continuum memory`), with whose memories changed."""
     pubsub = get_redis().pubsub(ignore_subscribe_messages=True)
     pubsub.subscribe(memory_changed_channel("pearl"))
     pubsub.get_message(timeout=1)
     live = _tools(session_id="voice-7")
     stored = live.store_memory(memory_type="fact", key="tea", value="Earl Grey")
     updated = live.update_memory(existing_key="tea", new_value="green tea")
-    _tools().store_memory(memory_type="fact", key="no_session", value="quiet")  # not live
+    other = _tools().store_memory(memory_type="fact", key="no_session", value="quiet")
     messages = []
     while (message := pubsub.get_message(timeout=1)) is not None:
         messages.append(json.loads(message["data"]))
     pubsub.close()
+    user = {"user_id": "jason"}
     assert messages == [
-        {"session_id": "voice-7", "memory_ids": [stored["memoryId"]], "action": "stored"},
-        {"session_id": "voice-7", "memory_ids": [updated["memoryId"]], "action": "updated"},
-    ]
+        {"session_id": "voice-7", "memory_ids": [stored["memoryId"]], "action": "stored", **user},
+        {"session_id": "voice-7", "memory_ids": [updated["memoryId"]], "action": "updated",
+         **user},
+        {"session_id": None, "memory_ids": [other["memoryId"]], "action": "stored", **user},
+    ]  # fmt: skip
 
 
 def test_writes_in_a_live_session_join_its_stored_keys(db: Any) -> None:

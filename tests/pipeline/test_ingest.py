@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import func, select, text
@@ -19,7 +19,7 @@ from continuum.recall.namespace_queries import (
 from continuum.redis_client import get_redis
 from continuum.store.engine import session_scope
 from continuum.store.models import DeadLetter, Message, Session
-from tests.support.events import T0, session_end, turn
+from tests.support.events import T0, now_at, session_end, turn
 
 
 def count(model: Any, **where: Any) -> int:
@@ -151,13 +151,8 @@ def test_event_ids_are_unique_per_tenant(db: Any) -> None:
     assert (again.processed, again.duplicates) == (0, 1)
 
 
-def _now_s() -> float:
-    """Seconds from T0 to now: a turn's `at` for a turn said just now."""
-    return (datetime.now(UTC) - T0).total_seconds()
-
-
 def test_a_turn_announcing_a_move_sends_a_handoff_once(db: Any) -> None:
-    said = _now_s()
+    said = now_at()
     talk = [
         turn("The drainage quote from Hoffmann is still open.", message_id="v1", at=said - 20),
         turn("Asked them, waiting on the price.", role="assistant", message_id="v2", at=said - 10),
@@ -177,7 +172,7 @@ def test_a_turn_announcing_a_move_sends_a_handoff_once(db: Any) -> None:
 
 
 def test_questions_old_turns_and_assistants_send_no_handoff(db: Any) -> None:
-    said = _now_s()
+    said = now_at()
     ingest_batch([
         turn("Should I continue on Discord?", message_id="q1", at=said),
         turn("Let's pick this up in Telegram.", role="assistant", message_id="q2", at=said),

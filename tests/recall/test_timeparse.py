@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -99,3 +100,14 @@ def test_reports_are_awaited_for_the_windows_length_within_two_days_and_a_week()
         assert window is not None
         lags[query] = (window.reported_until - window.until).days
     assert lags == {"yesterday": 2, "last weekend": 2, "last week": 7, "last month": 7}
+
+
+def test_a_report_is_read_on_the_askers_clock() -> None:
+    """Said on Monday 08:30 in Tokyo (Sunday 23:30 UTC), "last weekend" is the weekend just
+    over, as the Tokyo asker means it; read on UTC's Sunday it would be the one before."""
+    tokyo = ZoneInfo("Asia/Tokyo")
+    window = parse_time_range("who did I go kayaking with last weekend?",
+                              datetime(2026, 11, 24, 9, 30, tzinfo=tokyo))  # fmt: skip
+    assert window is not None and window.since == datetime(2026, 11, 21, tzinfo=tokyo)
+    monday_morning_in_tokyo = datetime(2026, 11, 22, 23, 30, tzinfo=UTC)
+    assert window.mentioned_in("Last weekend I went kayaking with Ines.", monday_morning_in_tokyo)

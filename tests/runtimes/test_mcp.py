@@ -25,7 +25,7 @@ from tests.support.net import free_port
 from tests.support.wait import wait_for
 
 TOOLS = {"remember", "memory_status", "recall", "search", "list_memories", "update_memory",
-         "forget_memory", "mark_private"}  # fmt: skip
+         "forget_memory", "mark_private", "confirm_task", "dismiss_task"}  # fmt: skip
 DECISION = "Let's go with Hoffmann for the garden renovation."
 
 

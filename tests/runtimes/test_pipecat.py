@@ -1,6 +1,7 @@
 """Pipecat: frames through a real Pipecat pipeline (its own test utilities, no audio) watched
 by ContinuumObserver; the events it sends land in Postgres through the real worker. Then the
-voice → Discord story: what was said on a call is in the user's next Discord context."""
+voice → Discord story: what was said on a call is in the user's next Discord context; and a
+live call's context, refreshed when a memory is written elsewhere."""
 
 from __future__ import annotations
 
@@ -22,11 +23,20 @@ from pipecat.frames.frames import (
     LLMTextFrame,
 )
 from pipecat.processors.aggregators.llm_context import LLMContext
+from pipecat.processors.filters.identity_filter import IdentityFilter
+from pipecat.tests.utils import run_test
 from pipecat.utils.time import time_now_iso8601
 
 from continuum.ephemeral.handoff import peek_handoff, send_handoff
+from continuum.memory.tool_calls import MemoryTools
 from continuum.runtimes.context import session_context
-from continuum.runtimes.pipecat import ContinuumObserver, add_context, context_message, hand_off
+from continuum.runtimes.pipecat import (
+    ContinuumObserver,
+    LiveContext,
+    add_context,
+    context_message,
+    hand_off,
+)
 from tests.support.pipecat_calls import PARTICIPANT, answer, call, ended, heard, stored
 from tests.support.wait import wait_for
 
@@ -126,3 +136,60 @@ def test_a_call_reads_its_handoff_once_and_hands_off_to_another_channel(
     assert "Tiles: slate." not in session_context("pearl", user_id="jason", channel="discord")
     assert "Tiles: slate." in session_context("pearl", user_id="jason", channel="telegram")
     assert peek_handoff("pearl", "jason") is None
+
+
+def test_a_memory_written_mid_call_refreshes_the_calls_context(
+    db: Any, worker: Any, client: Any, settings_env: Any, tmp_path: Any
+) -> None:
+    """R43: while a call runs, what is remembered elsewhere reaches its LLM context: a turn
+    on Discord (stored by capture on the worker) and a memory tool's write outside any
+    session; another user's memory does not touch it, the handoff the call consumed at its
+    start stays in it, and the call's end stops the listening."""
+    settings_env(home=tmp_path / "home")
+    tools = MemoryTools("pearl", user_id="jason")
+    tools.store_memory(memory_type="fact", key="garden_contractor", value="Hoffmann Landscaping")
+    send_handoff("pearl", "jason", "discord", "voice", "Choosing the garden tiles.")
+    context = LLMContext([{"role": "system", "content": "You are Pearl, a voice assistant."}])
+    live = LiveContext(context, "pearl", user_id="jason")
+    observer = ContinuumObserver(namespace="pearl", user_id="jason", session_id="voice-9",
+                                 live_context=live)  # fmt: skip
+
+    def block() -> str:
+        return str(context.messages[-1]["content"])
+
+    async def until(check: Any) -> None:
+        for _ in range(300):
+            if check():
+                return
+            await asyncio.sleep(0.1)
+        raise AssertionError(f"not refreshed: {block()!r}")
+
+    async def scenario() -> None:
+        assert await live.start() and live.listening
+        assert "Hoffmann" in block() and "garden tiles" in block()
+        assert len(context.messages) == 2  # one system message, refreshed in place
+
+        client.turn(namespace="pearl", session_id="discord-1", channel="discord", user_id="jason",
+                    role="user", content="I prefer oat milk in my coffee.")  # fmt: skip
+        await until(lambda: "oat milk" in block())
+        assert live.refreshes >= 1 and len(context.messages) == 2
+
+        await asyncio.to_thread(
+            tools.store_memory, memory_type="fact", key="car", value="a blue Volvo estate"
+        )
+        await until(lambda: "blue Volvo" in block())
+        assert "garden tiles" in block()  # read once at the start, kept since
+
+        refreshes = live.refreshes
+        await asyncio.to_thread(
+            MemoryTools("pearl", user_id="maria").store_memory,
+            memory_type="fact", key="car", value="a red Fiat",
+        )  # fmt: skip
+        await asyncio.sleep(1.5)
+        assert live.refreshes == refreshes and "red Fiat" not in block()
+
+        await run_test(IdentityFilter(), frames_to_send=[heard("Thanks, bye."), EndFrame()],
+                       observers=[observer], send_end_frame=False)  # fmt: skip
+        assert not live.listening
+
+    asyncio.run(scenario())

@@ -1,6 +1,8 @@
-"""R47 done-when: turns carrying a unique marker go to an encrypted tenant; neither a
-`pg_dump` of the whole database nor Redis's dump holds the marker anywhere, yet the same
-turns are found by `continuum search` and the context block."""
+"""R47 done-when: turns carrying a unique marker (in their text and in the metadata their
+producer attaches) go to an encrypted tenant; neither a `pg_dump` of the whole database,
+Redis's dump nor the tenant's workspace files hold the marker anywhere, yet the same turns
+are found by `continuum search` and the context block, their metadata is read back by the
+API and the narrative by `continuum workspace show`."""
 
 from __future__ import annotations
 
@@ -42,12 +44,18 @@ def _cli(*args: str) -> str:
 
 
 def test_marker_is_nowhere_at_rest_and_still_found(
-    db: Any, worker: Any, client: Any, encrypted: str, dumps: Any
+    db: Any, worker: Any, client: Any, encrypted: str, dumps: Any, settings_env: Any, tmp_path: Any
 ) -> None:
+    settings_env(workspace_dir=tmp_path)
     marker = f"zorblax{uuid.uuid4().hex[:10]}"
     plain = f"plainmark{uuid.uuid4().hex[:10]}"
     events = [
-        turn(f"The shed key is under the {marker} stone.", namespace=encrypted, message_id="m1"),
+        turn(
+            f"The shed key is under the {marker} stone.",
+            namespace=encrypted,
+            message_id="m1",
+            metadata={"place": f"the {marker} garden"},
+        ),
         turn(f"Remind me to move the {marker} stone on Friday.", namespace=encrypted, at=5),
         turn(f"Noted, the {marker} stone it is.", namespace=encrypted, role="assistant", at=9),
         turn(f"The {plain} tenant is not encrypted.", namespace="open", at=12),
@@ -56,6 +64,7 @@ def test_marker_is_nowhere_at_rest_and_still_found(
     ids = [client.emit(event) for event in events]
     wait_for(lambda: _processed(ids))
     wait_for(lambda: _summaries(encrypted))  # session end's work is done too
+    wait_for(lambda: list(tmp_path.glob(f"{encrypted}/memory/*.md")))  # and its narrative
     bad = {**turn(f"A {marker} line from nowhere.", namespace=encrypted), "role": "narrator"}
     ingest_batch([bad])  # dead-lettered whole, as the worker would
     with session_scope() as s:  # the encrypted tenant's rows exist, sealed
@@ -69,12 +78,19 @@ def test_marker_is_nowhere_at_rest_and_still_found(
     assert marker.encode() not in database
     assert marker.encode() not in rdb
     assert plain.encode() in database  # the check can see plaintext where it is stored
+    files = [path for path in tmp_path.rglob("*") if path.is_file()]
+    assert files and not any(marker.encode() in path.read_bytes() for path in files)
+    shown = _cli("workspace", "show", "activity-log.md", "-n", encrypted)
+    assert marker in shown and "enc2:" not in shown  # the session's line, opened
 
     hits = json.loads(_cli("search", marker, "-n", encrypted, "--user", "jason", "--json"))
     assert {"m1"} <= {mid for hit in hits for mid in hit["source_message_ids"]}
     assert all(marker in hit["content"] for hit in hits if hit["source"] == "message")
-    messages = _cli("messages", "search", marker, "-n", encrypted, "--json")
-    assert marker in messages
+    messages = json.loads(_cli("messages", "search", marker, "-n", encrypted, "--json"))
+    assert {"m1"} <= {m["message_id"] for m in messages}
+    assert [m["details"] for m in messages if m["message_id"] == "m1"] == [
+        {"place": f"the {marker} garden"}
+    ]  # sealed whole, opened on read
     block = json.loads(
         _cli(
             "context",
@@ -147,6 +163,7 @@ def test_synced_transcripts_are_sealed_and_still_found(
     from sqlalchemy import text
 
     from continuum.api.schemas import SessionOut
+    from continuum.recall import listings
     from continuum.recall.namespace_queries import search_messages
     from continuum.store.models import Session
     from continuum.sync import sync
@@ -160,9 +177,16 @@ def test_synced_transcripts_are_sealed_and_still_found(
     with session_scope() as s:
         stored = s.execute(text("SELECT content, tsv_keyed IS NOT NULL FROM messages")).all()
         first = s.scalars(select(Message).order_by(Message.id)).first()
-    assert stored and all(raw.startswith("enc1:") and keyed for raw, keyed in stored)
-    assert first is not None and not first.content.startswith("enc1:")  # opened on read
+    assert stored and all(raw.startswith("enc2:") and keyed for raw, keyed in stored)
+    assert first is not None and not first.content.startswith("enc2:")  # opened on read
     word = max(first.content.split(), key=len).strip(".,!?:;\"'()")
+    with session_scope() as s:  # the cron report: sealed, with keyed terms, still listed
+        summary, keyed = s.execute(text("SELECT summary, tsv_keyed FROM cron_reports")).one()
+    assert summary.startswith("enc2:") and "Standup" not in summary and keyed is not None
+    reports = json.loads(runner.invoke(app, ["cron-reports", "-n", "default", "--json"]).output)
+    assert [r["summary"][:22] for r in reports] == ["Standup digest, Feb 27"]
+    found_reports = listings.cron_reports(["default"], listings.Window(10), None, "standup digest")
+    assert [r.summary[:22] for r in found_reports] == ["Standup digest, Feb 27"]
     assert word.lower() not in " ".join(raw for raw, _ in stored).lower()
     found = search_messages(first.namespace, word)
     assert first.message_id in {hit.message_id for hit in found}
@@ -172,7 +196,7 @@ def test_synced_transcripts_are_sealed_and_still_found(
     for row in compacted:
         assert all(set(c) == {"compaction_id", "sealed"} for c in row.details["compactions"])
         shown = SessionOut.model_validate(row).details["compactions"]
-        assert all(c["summary"] and not c["summary"].startswith("enc1:") for c in shown)
+        assert all(c["summary"] and not c["summary"].startswith("enc2:") for c in shown)
 
 
 def test_a_task_created_by_hand_is_sealed_and_listed_in_plaintext(db: Any, encrypted: str) -> None:
@@ -184,7 +208,7 @@ def test_a_task_created_by_hand_is_sealed_and_listed_in_plaintext(db: Any, encry
     assert (made.title, made.description) == ("Water the fig tree", "weekly")
     with session_scope() as s:
         title, description = s.execute(text("SELECT title, description FROM tasks")).one()
-    assert title.startswith("enc1:") and description.startswith("enc1:")
+    assert title.startswith("enc2:") and description.startswith("enc2:")
     assert [task.title for task in list_tasks(encrypted, "jason")] == ["Water the fig tree"]
 
 
@@ -203,14 +227,15 @@ def test_a_damaged_sealed_row_reads_as_unreadable_and_breaks_no_read(
 
     fine = "The copper kettle is in the attic."
     contents = [
-        seal(encrypted, "jason", "memories.content", fine),
-        seal(encrypted, "jason", "messages.content", "The kettle receipt is in the drawer."),
+        seal(encrypted, "jason", "memories.content", fine, 1),
+        seal(encrypted, "jason", "messages.content", "The kettle receipt is in the drawer.", 2),
     ]
     with session_scope() as s:
         s.execute(
             text(
-                "INSERT INTO memories (namespace, user_id, kind, content, idempotency_key) "
-                "SELECT :ns, 'jason', 'fact', c, md5(c) FROM unnest(CAST(:c AS text[])) AS c"
+                "INSERT INTO memories (id, namespace, user_id, kind, content, idempotency_key) "
+                "SELECT i, :ns, 'jason', 'fact', c, md5(c) "
+                "FROM unnest(CAST(:c AS text[])) WITH ORDINALITY AS x(c, i)"
             ),
             {"ns": encrypted, "c": contents},
         )
@@ -234,12 +259,12 @@ def test_a_damaged_sealed_row_loaded_whole_reads_as_unreadable_and_can_be_forgot
     from continuum.recall.listings import MessageFilters, Window, messages
     from continuum.sealing.envelope import UNREADABLE, open_compactions, seal
 
-    moved = seal(encrypted, "jason", "messages.content", "The kettle is in the attic.")
+    moved = seal(encrypted, "jason", "messages.content", "The kettle is in the attic.", 1)
     with session_scope() as s:
         s.execute(
             text(
-                "INSERT INTO memories (namespace, user_id, kind, key, content, details,"
-                " idempotency_key) VALUES (:ns, 'jason', 'fact', 'kettle', :c, :d, 'k1')"
+                "INSERT INTO memories (id, namespace, user_id, kind, key, content, details,"
+                " idempotency_key) VALUES (1, :ns, 'jason', 'fact', 'kettle', :c, :d, 'k1')"
             ),
             {
                 "ns": encrypted,
@@ -249,21 +274,21 @@ def test_a_damaged_sealed_row_loaded_whole_reads_as_unreadable_and_can_be_forgot
         )
         s.execute(
             text(
-                "INSERT INTO messages (namespace, session_id, message_id, role, content,"
-                " created_at) VALUES (:ns, 's1', 'm1', 'user', :c, now()),"
-                " (:ns, 's1', 'm2', 'assistant', :fine, now())"
+                "INSERT INTO messages (id, namespace, session_id, message_id, role, content,"
+                " created_at) VALUES (1, :ns, 's1', 'm1', 'user', :c, now()),"
+                " (2, :ns, 's1', 'm2', 'assistant', :fine, now())"
             ),
             {
                 "ns": encrypted,
-                "c": seal(encrypted, None, "memories.content", "moved"),
-                "fine": seal(encrypted, None, "messages.content", "Noted."),
+                "c": seal(encrypted, None, "memories.content", "moved", 1),
+                "fine": seal(encrypted, None, "messages.content", "Noted.", 2),
             },
         )
     browsed = messages([encrypted], MessageFilters(oldest_first=True), Window(limit=10))
     assert [hit.content for hit in browsed] == [UNREADABLE, "Noted."]
     with session_scope() as s:  # damaged sealed details: the plain keys only
         assert s.scalars(select(Memory.details)).one() == {"channel": "telegram"}
-    summaries = open_compactions({"compactions": [{"compaction_id": "c1", "sealed": moved}]})
+    summaries = open_compactions({"compactions": [{"compaction_id": "c1", "sealed": moved}]}, "s1")
     assert summaries["compactions"] == [{"compaction_id": "c1", "summary": UNREADABLE}]
     tools = MemoryTools(encrypted, user_id="jason")
     assert [m["value"] for m in tools.list_memories()["memories"]] == [UNREADABLE]
@@ -288,8 +313,9 @@ def test_a_damaged_claim_in_force_neither_blocks_a_new_value_nor_the_conflict_li
     first = user.store_memory(memory_type="fact", key="home_city", value="Leeds")["memoryId"]
     with session_scope() as s:  # both sealed for another field, as if moved
         s.execute(text("UPDATE memories SET claim_value = :v, content = :c WHERE id = :id"),
-                  {"v": seal(encrypted, "jason", "memories.content", "Leeds"),
-                   "c": seal(encrypted, "jason", "messages.content", "Leeds"), "id": first})  # fmt: skip
+                  {"v": seal(encrypted, "jason", "memories.content", "Leeds", first),
+                   "c": seal(encrypted, "jason", "messages.content", "Leeds", first),
+                   "id": first})  # fmt: skip
     # a system write may not override what the user said: it waits in quarantine
     system = MemoryTools(encrypted, user_id="jason")
     second = system.store_memory(memory_type="fact", key="home_city", value="York")
@@ -313,33 +339,36 @@ def test_maintenance_leaves_a_damaged_memory_as_it_is_and_compresses_the_rest(
 
     from continuum.maintenance.run import maintain
     from continuum.maintenance.workspace import memory_md_path
+    from continuum.sealing.entries import open_file
     from continuum.sealing.envelope import UNREADABLE, seal
 
     settings_env(workspace_dir=tmp_path)
     now = datetime(2026, 3, 2, 12, tzinfo=UTC)
-    notes = [seal(encrypted, None, "memories.content", f"Garden note {i}") for i in range(9)]
-    notes[4] = seal(encrypted, None, "messages.content", "Garden note 4")  # as if moved
+    notes = [seal(encrypted, None, "memories.content", f"Garden note {i}", i) for i in range(9)]
+    notes[4] = seal(encrypted, None, "messages.content", "Garden note 4", 4)  # as if moved
     with session_scope() as s:
         for i, content in enumerate(notes):
             s.execute(
                 text(
-                    "INSERT INTO memories (namespace, kind, content, importance, tags,"
-                    " idempotency_key, created_at, updated_at) VALUES (:ns, 'context', :c, 4,"
+                    "INSERT INTO memories (id, namespace, kind, content, importance, tags,"
+                    " idempotency_key, created_at, updated_at) VALUES (:i, :ns, 'context', :c, 4,"
                     " ARRAY['topic:garden'], :k, :at, :at)"
                 ),
-                {"ns": encrypted, "c": content, "k": f"g{i}", "at": now - timedelta(days=2 + i)},
-            )
+                {"i": i, "ns": encrypted, "c": content, "k": f"g{i}",
+                 "at": now - timedelta(days=2 + i)},
+            )  # fmt: skip
         s.execute(  # a damaged fact, for the memory file
             text(
-                "INSERT INTO memories (namespace, kind, content, importance, idempotency_key,"
-                " created_at, updated_at) VALUES (:ns, 'fact', :c, 8, 'f1', :at, :at)"
+                "INSERT INTO memories (id, namespace, kind, content, importance, idempotency_key,"
+                " created_at, updated_at) VALUES (9, :ns, 'fact', :c, 8, 'f1', :at, :at)"
             ),
             {
                 "ns": encrypted,
-                "c": seal(encrypted, None, "tasks.title", "Anna is a sister"),
+                "c": seal(encrypted, None, "tasks.title", "Anna is a sister", 9),
                 "at": now - timedelta(days=1),
             },
         )
+        s.execute(text("SELECT setval('memories_id_seq', 9)"))
     assert maintain(encrypted, now=now).status == "done"
     with session_scope() as s:
         keys = Memory.idempotency_key.in_([f"g{i}" for i in range(9)])
@@ -349,5 +378,5 @@ def test_maintenance_leaves_a_damaged_memory_as_it_is_and_compresses_the_rest(
     assert set(statuses.values()) == {"merged"}
     assert summary.content.startswith("8 context notes on garden:")
     assert "Garden note 4" not in summary.content and UNREADABLE not in summary.content
-    assert UNREADABLE in memory_md_path(encrypted).read_text()
+    assert UNREADABLE in open_file(memory_md_path(encrypted).read_text(), "MEMORY.md")
     assert "does not authenticate" in caplog.text

@@ -44,6 +44,17 @@ def _processed(ids: list[str]) -> bool:
     return _count(ProcessedEvent, ProcessedEvent.event_id.in_(wanted)) == len(ids)
 
 
+def _files(root: Path) -> list[str]:
+    return [path.relative_to(root).as_posix() for path in sorted(root.rglob("*.md"))]
+
+
+def _shown(namespace: str, file: str) -> str:
+    """A workspace file as `continuum workspace show` prints it (sealed entries opened)."""
+    shown = runner.invoke(app, ["workspace", "show", file, "-n", namespace])
+    assert shown.exit_code == 0, shown.output
+    return shown.output
+
+
 def _jason(content: str, at: float, **fields: Any) -> dict[str, Any]:
     return turn(content, namespace="vault", at=at, **fields)
 
@@ -85,7 +96,10 @@ def test_forget_removes_a_user_from_every_store(
     wait_for(lambda: _count(Message, Message.embedding.is_not(None)) == 6)
     with session_scope() as s:
         write_memory_md(s, encrypted, memory_md_path(encrypted), 20)
-    assert "green tea" in memory_md_path(encrypted).read_text()
+    assert "green tea" not in memory_md_path(encrypted).read_text()  # sealed on disk
+    assert "green tea" in _shown(encrypted, "MEMORY.md")  # and opened by the CLI
+    narrative = "".join(_shown(encrypted, f) for f in _files(tmp_path / encrypted))
+    assert marker in narrative  # the session's activity line and daily note
     assert get_redis().exists("continuum:vault:transcript:voice-2")
 
     # A writer of jason's that checked the tombstone before the forget and commits during it.
@@ -136,6 +150,9 @@ def test_forget_removes_a_user_from_every_store(
     assert [hit.source_message_ids for hit in ana if hit.source == "message"] == [["a1"]]
     files = "".join(p.read_text() for p in tmp_path.rglob("*.md"))
     assert marker not in files and "green tea" not in files
+    narrative = "".join(_shown(encrypted, f) for f in _files(tmp_path / encrypted))
+    assert marker not in narrative and "green tea" not in narrative
+    assert "[forgotten]" not in narrative  # the user's sealed entries are gone, not unreadable
     database, rdb = dumps()
     assert marker.encode() not in database and marker.encode() not in rdb
 

@@ -104,7 +104,7 @@ def test_data_rotation_reseals_rows_in_resumable_batches(
     refused = runner.invoke(app, ["keys", "rotate", "--destroy-retired", "-n", encrypted])
     assert isinstance(refused.exception, ConfigError)  # a process may still seal under them
     straggler = next(iter(old))  # a row sealed under a retired key after the pass went by
-    late = seal_with(keyring.by_id(straggler), "messages.content", f"Late {marker} lantern.")
+    late = seal_with(keyring.by_id(straggler), "messages.content", f"Late {marker} lantern.", 1)
     with session_scope() as s:
         s.execute(text("UPDATE messages SET content = :c WHERE id = 1"), {"c": late})
         s.execute(text("UPDATE data_keys SET retired_at = retired_at - interval '1 minute'"))
@@ -116,3 +116,39 @@ def test_data_rotation_reseals_rows_in_resumable_batches(
     keyring.clear()
     hits = search_messages(encrypted, marker)
     assert len(hits) == 5 and all(marker in hit.content for hit in hits)  # none forgotten
+
+
+def test_data_rotation_reseals_cron_reports_and_workspace_entries(
+    db: Any, encrypted: str, settings_env: Callable[..., None], tmp_path: Any
+) -> None:
+    """Cron reports and the narrative files' entries are sealed again under the new keys,
+    so erasing the retired keys afterwards leaves them readable."""
+    from datetime import UTC, datetime
+
+    from continuum.pipeline.narrative import record_session, workspace
+    from continuum.sync.cron import cron_reports, upsert_report
+    from continuum.transcripts import CronReport
+
+    settings_env(workspace_dir=tmp_path)
+    at = datetime(2026, 3, 2, 9, tzinfo=UTC)
+    record_session(
+        encrypted, at, "voice", "Booked the ferry", "Booked the ferry to Arran.", "jason"
+    )
+    with session_scope() as s:
+        report = CronReport(job_id="d", name="Digest", text="Digest: the ferry is booked.",
+                            message_id="x", run_started_at=None, run_ended_at=None)  # fmt: skip
+        upsert_report(s, encrypted, "run-1", report, at)
+    log = workspace(encrypted) / "activity-log.md"
+    before = log.read_text()
+    old = {key_id_of(line) for line in before.splitlines()}
+
+    rotated = _rotate("--data", "-n", encrypted)
+    assert rotated["resealed"] == {"cron_reports": 1, "workspace_files": 2}  # log and note
+    assert {key_id_of(line) for line in log.read_text().splitlines()}.isdisjoint(old)
+    with session_scope() as s:
+        s.execute(text("UPDATE data_keys SET retired_at = retired_at - interval '1 minute'"))
+    assert _rotate("--destroy-retired", "-n", encrypted)["destroyed"] == 2  # tenant's, jason's
+    keyring.clear()
+    shown = runner.invoke(app, ["workspace", "show", "-n", encrypted])
+    assert "Booked the ferry" in shown.output and "[forgotten]" not in shown.output
+    assert [r.summary for r in cron_reports(encrypted)] == ["Digest: the ferry is booked."]

@@ -21,8 +21,10 @@ def test_a_sealed_value_without_a_decoder_is_refused_and_plaintext_passes(
     monkeypatch.setattr(SealedReaders, "details", None)
     column = SealedText("messages.content")
     assert column.process_result_value("plain words", None) == "plain words"
-    with pytest.raises(RuntimeError, match=r"import continuum\.sealing\.envelope"):
-        column.process_result_value("enc1:AAAA", None)
-    assert SealedDetails().process_result_value({"channel": "voice"}, None) == {"channel": "voice"}
-    with pytest.raises(RuntimeError):
-        SealedDetails().process_result_value({"sealed": "enc1:AAAA"}, None)
+    details = SealedDetails("memories.details")
+    assert details.process_result_value({"channel": "voice"}, None) == {"channel": "voice"}
+    for sealed in ("enc1:AAAA", "enc2:AAAA@31"):  # both formats
+        with pytest.raises(RuntimeError, match=r"import continuum\.sealing\.envelope"):
+            column.process_result_value(sealed, None)
+        with pytest.raises(RuntimeError):
+            details.process_result_value({"sealed": sealed}, None)

@@ -1,5 +1,6 @@
 """Claude Code as the hooks see it: its documented hook payloads, a session transcript, and
-running the commands `continuum hooks install claude-code` wrote into a settings file."""
+running a hook's command the way Claude Code does: those `continuum hooks install
+claude-code` wrote into a settings file, and those of the Claude Code plugin."""
 
 from __future__ import annotations
 
@@ -47,8 +48,11 @@ def install(project: Path, *args: str) -> dict[str, str]:
             for event, groups in settings["hooks"].items() for group in groups[-1:]}  # fmt: skip
 
 
-def run_hook(command: str, body: dict[str, Any] | str) -> subprocess.CompletedProcess[str]:
-    """Run an installed command the way Claude Code does: through the shell, JSON on stdin."""
+def run_hook(
+    command: str, body: dict[str, Any] | str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run a hook's command the way Claude Code does: through the shell, JSON on stdin (in
+    `env`, default this process's environment)."""
     stdin = body if isinstance(body, str) else json.dumps(body)
     return subprocess.run(command, shell=True, input=stdin, capture_output=True, text=True,
-                          timeout=120, executable=shutil.which("bash"))  # fmt: skip
+                          timeout=120, executable=shutil.which("bash"), env=env)  # fmt: skip

@@ -9,6 +9,11 @@ from typing import Any
 T0 = datetime(2026, 11, 21, 9, 30, tzinfo=UTC)
 
 
+def now_at() -> float:
+    """Seconds from T0 to now: the `at` of a turn said just now."""
+    return (datetime.now(UTC) - T0).total_seconds()
+
+
 # A long turn that answers one question in one of its sentences (statements, focused lines).
 LONG_TURN = (
     "The trip was long and the weather was grey most days. We visited three museums and ate "
@@ -28,6 +33,7 @@ def turn(
     message_id: str | None = None,
     user_id: str | None = "jason",
     event_id: str | None = None,
+    metadata: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     return {
         "kind": "turn",
@@ -40,6 +46,7 @@ def turn(
         "role": role,
         "content": content,
         **({"message_id": message_id} if message_id else {}),
+        **({"metadata": metadata} if metadata else {}),
     }
 
 

@@ -19,7 +19,7 @@ from continuum.inference.llm import OpenAICompatibleLLM
 
 class FakeLLM:
     """Set `mode` and `answer` (or queue `answers`, each used once: a dict is sent as JSON, a
-    string as is; or `by_prompt`, the answer to each prompt name in json_schema mode); `requests` records every request body received and `usages` the token
+    string as is; or `by_prompt`, the answer to each prompt name in json_schema mode); `requests` records every request body received, `headers` its headers, and `usages` the token
     usage reported with each answer (a token per 4 characters). `json_schema=False` makes it
     refuse `response_format: json_schema` with a 400, as servers without it do."""
 
@@ -31,6 +31,7 @@ class FakeLLM:
         self.json_schema = True
         self.delay_s = 0.0
         self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []  # of each request, names lower-cased
         self.usages: list[dict[str, int]] = []
         self.url = ""
 
@@ -66,6 +67,7 @@ def _handler(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
             length = int(self.headers.get("Content-Length", 0))
             request = json.loads(self.rfile.read(length))
             fake.requests.append(request)
+            fake.headers.append({name.lower(): value for name, value in self.headers.items()})
             if not fake.json_schema and request["response_format"]["type"] == "json_schema":
                 return self._send(400, b'{"error": "response_format json_schema unsupported"}')
             if fake.mode == "slow":

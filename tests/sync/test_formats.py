@@ -21,6 +21,7 @@ from continuum.transcripts import (
     Format,
     TranscriptSource,
     formats,
+    watch_dirs,
 )
 from continuum.transcripts.formats import Reader
 from tests.support.transcripts import copy_home
@@ -31,9 +32,13 @@ def home(tmp_path: Path) -> Path:
     return copy_home(tmp_path)
 
 
+def scratch_dirs(found: Discovery) -> list[Path]:
+    return [found.home / ".scratch"]
+
+
 def find_scratch(found: Discovery) -> None:
     """A runtime writing Claude Code lines under `~/.scratch`."""
-    for path in found.files_under(found.home / ".scratch"):
+    for path in found.files_under(scratch_dirs(found)[0]):
         found.sources.append(
             TranscriptSource(
                 kind="scratch", instance="scratch", agent_id=None, path=path, session_id=path.stem
@@ -55,9 +60,10 @@ def test_a_new_format_is_one_registry_row(
     db: Any, home: Path, monkeypatch: pytest.MonkeyPatch, settings_env: Any
 ) -> None:
     shutil.copytree(home / ".claude" / "projects", home / ".scratch")
-    scratch = Format("scratch", "scratch-runtime", ClaudeCodeParser, find_scratch)
+    scratch = Format("scratch", "scratch-runtime", ClaudeCodeParser, find_scratch, scratch_dirs)
     monkeypatch.setattr(formats, "FORMATS", (*FORMATS, scratch))
     settings_env(**{row.setting: False for row in FORMATS if row.setting})  # OpenClaw only
+    assert home / ".scratch" in watch_dirs(None, home, ["scratch"])  # the watcher sees it
 
     summary = sync(home, feed_capture=False)
     assert summary.files_failed == 0

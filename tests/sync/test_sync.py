@@ -3,9 +3,11 @@ happens to the files (appends, half-written lines, rewrites, archives, concurren
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import os
 import shutil
+import sqlite3
 import threading
 from collections import Counter
 from datetime import timedelta
@@ -21,15 +23,17 @@ from continuum.store.engine import session_scope
 from continuum.store.models import Message, Session, TranscriptCursor
 from continuum.sync import SyncProgress, cursors, namespace_for, sync
 from continuum.sync.engine import LOCK_NAME, _bytes_to_read
-from continuum.sync.sources import Options, SourceReport, sync_jsonl
+from continuum.sync.sources import Options, SourceReport, _StoreSession, sync_jsonl
 from continuum.transcripts import discover, parser_for, read_complete_lines
 from tests.support.exactly_once import assert_exactly_once, expected_keys, stored_keys
 from tests.support.transcripts import (
     FIXTURE_HOME,
     FIXTURE_MESSAGES,
     FIXTURE_PROBLEMS,
+    OTHER_EVENTS,
     copy_home,
     live,
+    make_store,
     message_line,
 )
 from tests.support.wait import wait_for, waiting_on_a_lock
@@ -286,6 +290,29 @@ def test_two_overlapping_readers_of_the_same_files_store_each_message_once(
     inserted = sum(len(o.inserted) for r in reports for o in r.outcomes)
     assert inserted == FIXTURE_MESSAGES
     assert_exactly_once(home)
+
+
+def test_a_store_session_read_past_the_head_a_run_saw_is_not_read_again(
+    db: Any, home: Path
+) -> None:
+    """A run (the watcher's) takes a SQLite session's head, then waits for its lock while
+    another (beat's) reads the events written since: under the lock it finds the cursor past
+    the head it saw, which is new reading done, not a replaced store to read from seq 0."""
+    store = make_store(home / ".openclaw" / "agents" / "main" / "agent" / "openclaw-agent.sqlite")
+    sync(home, feed_capture=False, instance="default")
+    more = {**OTHER_EVENTS[1], "id": "0badc0e0", "parentId": "0badc0de"}
+    with sqlite3.connect(store) as conn:
+        conn.execute("INSERT INTO transcript_events VALUES ('s-2', 4, ?, 0)", (json.dumps(more),))
+    conn.close()
+    [source] = [s for s in discover(None, home).sources if s.kind == "openclaw_sqlite"]
+    late = _StoreSession(source, "default", "s-2", head=3, channel=None)  # its head: before
+    assert sync(home, feed_capture=False, instance="default").messages_inserted == 1
+    report = SourceReport()
+    late.sync(Options(), report)
+    assert (report.restarted, report.outcomes) == (0, [])  # nothing read twice
+    keys = stored_keys()
+    assert len(keys) == len(set(keys))
+    assert sorted(mid for _, sid, mid in keys if sid == "s-2") == ["0badc0de", "0badc0e0"]
 
 
 def test_a_run_whose_lock_expired_overlaps_safely_with_the_next(db: Any, home: Path) -> None:

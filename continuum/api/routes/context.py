@@ -7,6 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 
 from continuum.api.auth import ScopeDep
+from continuum.api.params import TimeZoneDep
 from continuum.recall.context import context
 
 router = APIRouter(prefix="/v1", tags=["recall"])
@@ -15,6 +16,7 @@ router = APIRouter(prefix="/v1", tags=["recall"])
 @router.get("/context")
 def get_context(
     scope: ScopeDep,
+    tz: TimeZoneDep,
     seed_text: Annotated[
         str, Query(max_length=4000, description="First user message or the task at hand.")
     ] = "",
@@ -23,8 +25,8 @@ def get_context(
     channel: Annotated[str | None, Query(max_length=64)] = None,
     explain: Annotated[bool, Query(description="Also say what was left out, and why.")] = False,
 ) -> dict[str, Any]:
-    """The packed block, its items with scores and `why`, and the memory ids injected."""
-    result = context(
-        scope.namespace, seed_text, max_tokens, user_id=user_id, channel=channel, explain=explain
-    )
+    """The packed block, its items with scores and `why`, and the memory ids injected; its
+    days (headings, 'yesterday' in the seed) are the tenant's, or `tz`'s."""
+    result = context(scope.namespace, seed_text, max_tokens, user_id=user_id, channel=channel,
+                     explain=explain, tz=tz)  # fmt: skip
     return result.as_dict()

@@ -73,5 +73,6 @@ def hybrid_search(
         filters=filters,
         sources=tuple(source or ("memory", "message")),
         candidates=max(listing.page.fetch_from_start, CANDIDATES),
+        tz=listing.zone,  # time phrases ("yesterday") name the tenant's days, or tz's
     )
     return listing.page.window(hits)

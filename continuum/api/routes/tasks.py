@@ -1,4 +1,5 @@
-"""The user's tasks (R8): list, create, complete, change status; shared by every channel."""
+"""The user's tasks (R8): list, create, complete, change status; shared by every channel. And
+the suggested tasks a tenant that confirms tasks gets from capture: list, confirm, dismiss."""
 
 from __future__ import annotations
 
@@ -59,3 +60,37 @@ def set_status(scope: ScopeDep, task_id: str, change: StatusIn) -> TaskView:
         return user_tasks.set_status(scope.namespace, task_id, change.status)
     except user_tasks.TaskNotFound:
         raise HTTPException(status.HTTP_404_NOT_FOUND, NOT_FOUND) from None
+
+
+@router.get("/suggestions")
+def list_suggestions(
+    scope: ScopeDep,
+    page: PageDep,
+    user_id: Annotated[str | None, Query(max_length=200)] = None,
+) -> Page[TaskView]:
+    """Suggested tasks waiting for the user's answer (CONTINUUM_CONFIRM_TASKS)."""
+    suggested = user_tasks.list_tasks(
+        scope.namespace, user_id, limit=page.fetch_from_start, suggested=True
+    )
+    return page.window(suggested)
+
+
+def _answer(scope: ScopeDep, task_id: str, confirm: bool) -> TaskView:
+    try:
+        return user_tasks.answer_suggestion(scope.namespace, task_id, confirm=confirm)
+    except user_tasks.TaskNotFound:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, NOT_FOUND) from None
+    except user_tasks.SuggestionAnswered as exc:
+        raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
+
+
+@router.post("/{task_id}/confirm")
+def confirm_suggestion(scope: ScopeDep, task_id: str) -> TaskView:
+    """The suggested task becomes a pending task (again: unchanged; dismissed: 409)."""
+    return _answer(scope, task_id, confirm=True)
+
+
+@router.post("/{task_id}/dismiss")
+def dismiss_suggestion(scope: ScopeDep, task_id: str) -> TaskView:
+    """The suggested task is dismissed, never a task (again: unchanged; a task: 409)."""
+    return _answer(scope, task_id, confirm=False)

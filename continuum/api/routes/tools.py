@@ -1,4 +1,5 @@
-"""Memory tools over HTTP (R40–R43): store, update, forget, mark private.
+"""Memory tools over HTTP (R40–R43): store, update, forget, mark private; and editing one
+memory by id (`PATCH /v1/memories/{id}`, Mission Control's edit).
 
 Each body is the tool's own argument model (`continuum.memory.tool_schemas`), so a missing or wrong field
 is a 422 naming it; the answer is the tool's result (`{success, memoryId, ...}`).
@@ -9,8 +10,11 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, HTTPException, Query, status
+from pydantic import BaseModel, ConfigDict, Field
 
 from continuum.api.auth import ScopeDep
+from continuum.api.errors import field_error
+from continuum.domain.memory import MAX_DIGEST_CHARS
 from continuum.memory.tool_calls import MemoryTools
 from continuum.memory.tool_schemas import (
     ForgetMemoryArgs,
@@ -76,3 +80,24 @@ def forget_memory(tools: ToolsDep, args: ForgetMemoryArgs) -> dict[str, Any]:
 def mark_private(tools: ToolsDep, args: MarkPrivateArgs) -> dict[str, Any]:
     """Never shown in group or non-main contexts (`private: false` undoes it)."""
     return _run(tools, "mark_private", args)
+
+
+class MemoryEdit(BaseModel):
+    """What a memory says from now on."""
+
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+    content: str = Field(min_length=1, max_length=MAX_DIGEST_CHARS)
+
+
+@router.patch("/{memory_id}")
+def edit_memory(tools: ToolsDep, memory_id: int, edit: MemoryEdit) -> dict[str, Any]:
+    """A new version of one active memory saying `content` supersedes it (same kind, key,
+    owner, tags, privacy and source turns): `{success, memoryId, previousMemoryId,
+    version}`; 404 when no active memory of the instance has that id."""
+    try:
+        result = tools.revise(memory_id, edit.content)
+    except ValueError as exc:
+        raise field_error(("body", "content"), str(exc)) from None
+    if not result["success"]:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, result["message"])
+    return result

@@ -52,14 +52,19 @@ function takeTokenFromUrl() {
 
 class Unauthorized extends Error {}
 
-async function api(path) {
+// GET `path`, or with `method` (and a JSON `body`) a write; the answer's JSON.
+async function api(path, method = "GET", body = undefined) {
+  const headers = { Authorization: `Bearer ${sessionStorage.getItem(TOKEN_KEY)}` };
+  if (body !== undefined) headers["Content-Type"] = "application/json";
   const response = await fetch(path, {
-    headers: { Authorization: `Bearer ${sessionStorage.getItem(TOKEN_KEY)}` },
+    method,
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
   });
   if (response.status === 401) throw new Unauthorized("That token is not valid (or revoked).");
-  const body = await response.json();
-  if (!response.ok) throw new Error(describe(body));
-  return body;
+  const answer = await response.json();
+  if (!response.ok) throw new Error(describe(answer));
+  return answer;
 }
 
 function showLogin(message = "") {
@@ -101,6 +106,76 @@ function cronRow(r) {
   ]);
 }
 
+// -- console actions: each through the API, as the user (provenance user_explicit) -----
+function notify(message) {
+  $("notice").textContent = message;
+  $("error").textContent = "";
+}
+
+// A write to one memory of `m`'s instance; the list is read again after it.
+async function changeMemory(m, path, method, body, done) {
+  const url = `${path}?${query({ instance: m.namespace, provenance: "user_explicit" })}`;
+  try {
+    const answer = await api(url, method, body);
+    reload();
+    notify(done(answer));
+  } catch (error) {
+    report(error);
+  }
+}
+
+function editMemory(row, m) {
+  const box = el("textarea", { className: "edit-content", rows: 3, value: m.content });
+  const editor = el("div", { className: "editor" }, [
+    box,
+    el("button", {
+      type: "button",
+      className: "act-save",
+      textContent: "Save",
+      onclick: () =>
+        changeMemory(m, `/v1/memories/${m.id}`, "PATCH", { content: box.value }, (a) =>
+          `Saved: memory ${a.memoryId} (version ${a.version}) replaces ${a.previousMemoryId}.`),
+    }),
+    el("button", { type: "button", textContent: "Cancel", onclick: () => editor.replaceWith(content) }),
+  ]);
+  const content = row.querySelector(".content");
+  content.replaceWith(editor);
+  box.focus();
+}
+
+function memoryActions(m) {
+  const buttons = [];
+  if (m.status === "active") {
+    buttons.push(el("button", { type: "button", className: "act-edit", textContent: "Edit",
+      onclick: (event) => editMemory(event.target.closest("li"), m) }));
+  }
+  if (m.status !== "forgotten") {
+    const forget = el("button", { type: "button", className: "act-forget", textContent: "Forget" });
+    forget.onclick = () => {
+      if (!forget.dataset.armed) {  // a second click forgets
+        forget.dataset.armed = "1";
+        forget.textContent = "Forget it? Click again";
+        return;
+      }
+      changeMemory(m, "/v1/memories/forget", "POST", { memory_id: m.id }, () =>
+        `Forgotten: memory ${m.id} (purged by the next maintenance run).`);
+    };
+    buttons.push(forget);
+    buttons.push(el("button", {
+      type: "button",
+      className: "act-private",
+      textContent: m.private ? "Make visible" : "Make private",
+      onclick: () =>
+        changeMemory(m, "/v1/memories/mark-private", "POST", { memory_id: m.id, private: !m.private },
+          () => m.private ? `Memory ${m.id} is visible again.`
+            : `Memory ${m.id} is private: only its owner's main context shows it ` +
+              "(list it with its user and \"private too\").",
+        ),
+    }));
+  }
+  return el("div", { className: "actions" }, buttons);
+}
+
 function memoryRow(m, inSession = false) {
   const sources = m.source_message_ids.map((id) =>
     inSession
@@ -122,6 +197,49 @@ function memoryRow(m, inSession = false) {
     el("div", { className: "meta" }, [
       ...m.tags.map((tag) => el("span", { className: "tag", textContent: tag })),
       ...(sources.length ? [el("span", { textContent: "source turns:" }), ...sources] : []),
+    ]),
+    ...(inSession ? [] : [memoryActions(m)]),
+  ]);
+}
+
+function conflictSide(label, id, content, provenance, held) {
+  return el("div", { className: `side${held ? " held" : ""}` }, [
+    el("div", { className: "meta" }, [
+      el("strong", { textContent: label }),
+      el("span", { textContent: id === null ? "" : `memory ${id}` }),
+      el("span", { textContent: provenance || "" }),
+    ]),
+    el("div", { className: "content", textContent: content === null ? "(gone)" : content }),
+  ]);
+}
+
+function settle(c, keep) {
+  const url = `/v1/conflicts/${c.quarantined_id}/settle?${query({ instance: c.namespace })}`;
+  return async () => {
+    try {
+      const answer = await api(url, "POST", { keep });
+      reload();
+      notify(`Settled: memory ${answer.kept} stands; superseded ${answer.superseded.join(", ")}.`);
+    } catch (error) {
+      report(error);
+    }
+  };
+}
+
+function conflictRow(c) {
+  return el("li", { className: "row conflict" }, [
+    el("div", { className: "meta" }, [
+      el("strong", { textContent: [c.subject, c.predicate].filter(Boolean).join(" · ") }),
+      el("span", { textContent: c.namespace }),
+      el("span", { textContent: when(c.created_at) }),
+    ]),
+    conflictSide("held back", c.quarantined_id, c.quarantined, c.quarantined_provenance, true),
+    conflictSide("in force", c.active_id, c.active, c.active_provenance, false),
+    el("div", { className: "actions" }, [
+      el("button", { type: "button", className: "act-keep-new", textContent: "Keep held back",
+        onclick: settle(c, "quarantined") }),
+      el("button", { type: "button", className: "act-keep-current", textContent: "Keep in force",
+        onclick: settle(c, "active") }),
     ]),
   ]);
 }
@@ -164,8 +282,15 @@ const TABS = {
       kind: $("kind").value,
       status: $("status").value,
       min_importance: $("min-importance").value,
+      user_id: $("user-id").value.trim(),
+      include_private: $("include-private").checked ? "true" : "",
     }),
     row: (m) => memoryRow(m),
+  },
+  conflicts: {
+    path: "/v1/conflicts",
+    params: () => ({}),
+    row: conflictRow,
   },
   problems: {
     path: "/v1/sync/problems",
@@ -223,6 +348,7 @@ function reload() {
   state.shown = 0;
   $("results").replaceChildren();
   $("error").textContent = "";
+  $("notice").textContent = "";
   $("end").hidden = true;
   loadMore();
 }
@@ -249,10 +375,16 @@ function highlight(messageId) {
   }
 }
 
+const VIEWS = ["list-view", "session-view", "context-view", "status-view"];
+
+function showOnly(view) {
+  for (const id of VIEWS) $(id).hidden = id !== view;
+  $("filters").hidden = view !== "list-view";
+  $("error").textContent = "";
+}
+
 async function showSession(namespace, sessionId, messageId) {
-  $("list-view").hidden = true;
-  $("filters").hidden = true;
-  $("session-view").hidden = false;
+  showOnly("session-view");
   $("session-messages").replaceChildren();
   $("session-memories").replaceChildren();
   const scope = { instance: namespace, session_id: sessionId };
@@ -277,6 +409,126 @@ async function showSession(namespace, sessionId, messageId) {
   }
 }
 
+// -- context view: the block an agent would receive, each line with its why -----------
+async function showContext(event) {
+  if (event) event.preventDefault();
+  const params = {
+    instance: $("context-instance").value,
+    seed_text: $("context-seed").value.trim(),
+    user_id: $("context-user").value.trim(),
+    channel: $("context-channel").value.trim(),
+    max_tokens: $("context-tokens").value,
+    explain: "true", // also what was left out; and a pending handoff is only peeked at
+  };
+  for (const id of ["context-block", "context-items", "context-excluded"]) $(id).replaceChildren();
+  $("context-summary").textContent = "";
+  try {
+    const result = await api(`/v1/context?${query(params)}`);
+    $("context-summary").textContent =
+      `${result.items.length} lines, ${result.tokens_used} of ${params.max_tokens} tokens, ` +
+      `topic ${result.topic}`;
+    $("context-block").textContent = result.block || "(nothing to tell)";
+    $("context-items").append(
+      ...result.items.map((item) =>
+        el("li", { className: "row context-item" }, [
+          el("div", { className: "meta" }, [
+            el("strong", { textContent: item.section }),
+            el("span", { textContent: item.kind }),
+            el("span", { textContent: `${item.tokens} tokens` }),
+            el("span", { textContent: `score ${item.score.toFixed(2)}` }),
+            el("span", { textContent: item.ref }),
+          ]),
+          el("div", { className: "content", textContent: item.text }),
+          el("div", { className: "why", textContent: `why: ${item.why}` }),
+        ]),
+      ),
+    );
+    $("context-excluded").append(
+      ...result.excluded.map((e) =>
+        el("li", { className: "row excluded" }, [
+          el("span", { className: "meta", textContent: `${e.ref} · ${e.kind}: ` }),
+          el("span", { textContent: e.reason }),
+        ]),
+      ),
+    );
+  } catch (error) {
+    report(error);
+  }
+}
+
+// -- status view: the pipeline as this token may see it --------------------------------
+function figures(pairs) {
+  return el("dl", { className: "figures" }, pairs.flatMap(([name, value]) => [
+    el("dt", { textContent: name }),
+    el("dd", { textContent: String(value) }),
+  ]));
+}
+
+function counts(map) {
+  const parts = Object.entries(map).map(([name, n]) => `${name} ${n}`);
+  return parts.length ? parts.join(", ") : "none";
+}
+
+function usageTable(rows) {
+  const head = ["tenant", "model", "calls", "prompt tokens", "completion tokens", "ok",
+    "repaired", "fallback", "errors", "timeouts", "avg ms"];
+  return el("table", { className: "usage" }, [
+    el("thead", {}, [el("tr", {}, head.map((h) => el("th", { textContent: h })))]),
+    el("tbody", {}, rows.map((u) => el("tr", {}, [u.namespace, u.model, u.calls, u.prompt_tokens,
+      u.completion_tokens, u.ok, u.repaired, u.fallback, u.errors, u.timeouts, u.latency_ms_avg]
+      .map((v) => el("td", { textContent: String(v) }))))),
+  ]);
+}
+
+async function showStatus() {
+  $("status-tenant").replaceChildren();
+  $("status-pipeline").replaceChildren();
+  try {
+    const { tenant, pipeline } = await api(`/v1/status?${query({ instance: $("instance").value })}`);
+    $("status-when").textContent = `as of ${new Date().toLocaleTimeString()}`;
+    const budgets = tenant.llm_budgets.map((b) =>
+      `${b.namespace} ${b.used_today}${b.budget === null ? "" : ` of ${b.budget}`}` +
+      (b.exhausted ? " (budget spent: deterministic path only)" : ""));
+    $("status-tenant").append(
+      el("h2", { textContent: `Your tenants: ${tenant.namespaces.join(", ")}` }),
+      figures([
+        ["embeddings pending", counts(tenant.embeddings_pending)],
+        ["dead letters", tenant.dead_letters],
+        ["open sync problems", counts(tenant.problems_open)],
+        ["last sync", tenant.last_sync_at ? when(tenant.last_sync_at) : "never"],
+        ["LLM tokens today", budgets.join("; ") || "none"],
+      ]),
+      el("h2", { textContent: `LLM usage since ${when(tenant.llm_since)}` }),
+      tenant.llm.length ? usageTable(tenant.llm) : el("p", { className: "hint", textContent: "No LLM calls." }),
+    );
+    if (pipeline === null) {
+      $("status-pipeline").append(el("p", { className: "hint", textContent:
+        "Queues, unacked messages and the last sync run mix every tenant's work: an operator " +
+        "token (continuum tokens create --ops) shows them." }));
+      return;
+    }
+    const last = pipeline.last_sync;
+    $("status-pipeline").append(
+      el("h2", { textContent: "Pipeline (every tenant)" }),
+      figures([
+        ["queues", counts(pipeline.queues)],
+        ["unacked", pipeline.unacked],
+        ["embeddings pending", counts(pipeline.embeddings_pending)],
+        ["dead letters", pipeline.dead_letters],
+        ["secrets redacted", pipeline.secrets_redacted],
+        ["last sync", last ? `${when(pipeline.last_sync_at)}: ${last.messages_inserted} new ` +
+          `messages, ${last.files_read} files read, ${last.errors} problems` : "never"],
+        ["open sync problems", counts(pipeline.problems_open)],
+        ["state", pipeline.drained ? "drained" : "working"],
+      ]),
+    );
+  } catch (error) {
+    report(error);
+  }
+}
+
+const PAGES = { context: "context-view", status: "status-view" };
+
 function route() {
   const [view, ...parts] = location.hash.slice(1).split("/");
   if (view === "session" && parts.length >= 2) {
@@ -284,10 +536,9 @@ function route() {
     showSession(namespace, sessionId, messageId);
     return;
   }
-  $("session-view").hidden = true;
-  $("filters").hidden = false;
-  $("list-view").hidden = false;
-  reload();
+  showOnly(PAGES[state.tab] || "list-view");
+  if (state.tab === "status") showStatus();
+  else if (state.tab !== "context") reload();
 }
 
 // -- start --------------------------------------------------------------------------
@@ -297,6 +548,9 @@ async function start() {
     $("who").textContent = `${me.name} · ${me.namespaces.join(", ")}`;
     $("instance").replaceChildren(
       el("option", { value: "", textContent: "all" }),
+      ...me.namespaces.map((ns) => el("option", { value: ns, textContent: ns })),
+    );
+    $("context-instance").replaceChildren(
       ...me.namespaces.map((ns) => el("option", { value: ns, textContent: ns })),
     );
     const names = await api("/v1/cron-reports/names");
@@ -336,6 +590,8 @@ function wire() {
     location.hash = "";
   });
   $("logout").addEventListener("click", () => showLogin());
+  $("context-form").addEventListener("submit", showContext);
+  $("status-refresh").addEventListener("click", showStatus);
   $("login-form").addEventListener("submit", (event) => {
     event.preventDefault();
     sessionStorage.setItem(TOKEN_KEY, $("token-input").value.trim());

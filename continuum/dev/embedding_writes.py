@@ -1,6 +1,7 @@
 """Every committed write of a vector, recorded by a trigger: the fault tests with embeddings on
-prove each row of theirs was embedded exactly once (a write a killed worker or a restarted
-Postgres rolled back leaves no record), not merely that it holds a vector at the end."""
+and the soak (bench/soak.py) prove each row of theirs was embedded exactly once (a write a
+killed worker or a restarted Postgres rolled back leaves no record), not merely that it holds
+a vector at the end. Instrumentation for tests and the soak, never installed by the product."""
 
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ from sqlalchemy import text
 from continuum.pipeline.outbox import EMBEDDED_TABLES
 from continuum.store.engine import session_scope
 
-LOG = "test_embedding_writes"
-FUNCTION = "test_log_embedding_write"
+LOG = "dev_embedding_writes"
+FUNCTION = "dev_log_embedding_write"
 
 
 def install() -> None:
@@ -97,7 +98,8 @@ def mismatched_vectors(
                 ),
                 {**params, "sample": sample},
             ).all()
-            expected = embedder.embed([read_text(row.content, f"{table}.content") for row in rows])
+            texts = [read_text(row.content, f"{table}.content", row.id) for row in rows]
+            expected = embedder.embed(texts)
             for row, vector in zip(rows, expected, strict=True):
                 stored = [float(x) for x in row.vector.strip("[]").split(",")]
                 dot = sum(a * b for a, b in zip(stored, vector, strict=True))

@@ -1,0 +1,270 @@
+"""What the HTTP API answers, as typed models for the client (`continuum.sdk`).
+
+Each model names its schema in the API's OpenAPI document (`SCHEMAS`); a test holds their
+fields equal, so the client and the server cannot drift apart silently. Fields a newer server
+adds are kept (`extra="allow"`) rather than refused, so an older client keeps working.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from continuum.domain.records import Document, Turn
+
+T = TypeVar("T")
+
+
+class Model(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+__all__ = ["Document", "Turn"]  # shared with the server (continuum.domain.records)
+
+
+class Page(Model, Generic[T]):
+    """One page of a list: its items and the link to the next (None on the last)."""
+
+    items: list[T]
+    limit: int
+    offset: int
+    next: str | None = None
+
+
+class Me(Model):
+    token_id: int
+    name: str
+    namespaces: list[str]
+
+
+class Enqueued(Model):
+    enqueued: int
+    event_ids: list[str]
+
+
+class Message(Model):
+    id: int
+    namespace: str
+    session_id: str
+    message_id: str
+    role: str
+    channel: str | None
+    content: str
+    created_at: datetime
+    rank: float = 0.0
+    details: dict[str, Any] = Field(default_factory=dict)
+
+
+class SearchHit(Model):
+    source: str  # memory | message
+    id: int
+    content: str
+    created_at: datetime
+    session_id: str | None
+    channel: str | None
+    kind: str  # memory kind, or the message role
+    importance: int | None
+    source_message_ids: list[str]
+    status: str = "active"
+    private: bool = False
+    score: float = 0.0
+    parts: dict[str, float] = Field(default_factory=dict)
+    neighbours: list[dict[str, Any]] = Field(default_factory=list)
+    focus: str | None = None
+
+
+class ContextItem(Model):
+    ref: str
+    kind: str
+    section: str
+    text: str
+    score: float
+    tokens: int
+    why: str
+    parts: dict[str, float] = Field(default_factory=dict)
+    memory_id: int | None = None
+    source_message_ids: list[str] = Field(default_factory=list)
+    created_at: datetime | None = None
+
+
+class ContextBlock(Model):
+    """The context block for a system prompt, and what went into it."""
+
+    block: str
+    items: list[ContextItem]
+    excluded: list[dict[str, Any]] = Field(default_factory=list)
+    tokens_used: int
+    query_id: str
+    topic: str
+    memory_ids: list[int] = Field(default_factory=list)
+
+
+class CronReport(Model):
+    id: int
+    namespace: str
+    cron_name: str
+    session_id: str
+    summary: str
+    run_started_at: datetime | None
+    run_ended_at: datetime | None
+    event_at: datetime | None
+
+
+class Memory(Model):
+    id: int
+    namespace: str
+    user_id: str | None
+    kind: str
+    key: str | None
+    content: str
+    details: dict[str, Any]
+    tags: list[str]
+    importance: int
+    confidence: float
+    provenance: str
+    trust: int
+    status: str
+    superseded_by: int | None
+    private: bool
+    version: int
+    session_id: str | None
+    channel: str | None
+    source_message_ids: list[str]
+    trigger: str
+    created_at: datetime
+    updated_at: datetime
+
+
+class MemoryKind(Model):
+    kind: str
+    description: str
+    storable: bool
+
+
+class ToolResult(Model):
+    """A memory tool's answer: `{success, memoryId, ...}` (see docs/lifecycle.md)."""
+
+    success: bool
+    message: str | None = None
+
+
+class ForgetReport(Model):
+    namespace: str
+    user_id: str
+    keys_destroyed: int
+    stores: dict[str, dict[str, int]]
+    complete: bool
+
+
+class Preference(Model):
+    memory_id: int
+    user_id: str | None
+    category: str
+    key: str
+    value: str
+    content: str
+    confidence: float
+    learned_from: dict[str, Any]
+    last_confirmed: datetime
+    private: bool
+
+
+class Task(Model):
+    task_id: str
+    title: str
+    description: str | None
+    status: str
+    user_id: str | None
+    created_channel: str | None
+    created_at: datetime
+    due_at: datetime | None
+    completed_at: datetime | None
+    tags: list[str]
+
+
+class Session(Model):
+    namespace: str
+    session_id: str
+    channel: str | None
+    user_id: str | None
+    source: str
+    model: str | None
+    started_at: datetime | None
+    last_activity_at: datetime | None
+    ended_at: datetime | None
+    end_reason: str | None
+    status: str
+    message_count: int
+    details: dict[str, Any]
+
+
+class ActiveSession(Model):
+    channel: str
+    session_id: str
+    user_id: str | None
+    started_at: str | None
+    last_active: str
+    topic: str | None
+
+
+class SyncProblem(Model):
+    id: int
+    namespace: str
+    source_path: str
+    location: str
+    kind: str
+    detail: str
+    line_no: int | None
+    byte_offset: int | None
+    session_id: str | None
+    seq: int | None
+    run_id: str
+    first_seen_at: datetime
+    last_seen_at: datetime
+    resolved_at: datetime | None
+
+
+class Conflict(Model):
+    """A quarantined memory and the memory in force it contradicts."""
+
+    namespace: str
+    quarantined_id: int
+    quarantined: str
+    quarantined_provenance: str
+    active_id: int | None
+    active: str | None
+    active_provenance: str | None
+    subject: str | None
+    predicate: str | None
+    created_at: datetime
+
+
+class Settled(Model):
+    """How a conflict was settled: the memory kept, and those it superseded."""
+
+    namespace: str
+    kept: int | None
+    superseded: list[int]
+
+
+# Each model and the schema of the OpenAPI document it mirrors.
+SCHEMAS: dict[type[BaseModel], str] = {
+    Me: "Me",
+    Enqueued: "Enqueued",
+    Message: "MessageHit",
+    Turn: "Turn",
+    SearchHit: "SearchHit",
+    CronReport: "CronReportOut",
+    Memory: "MemoryOut",
+    MemoryKind: "KindOut",
+    Preference: "Preference",
+    Task: "TaskView",
+    Session: "SessionOut",
+    ActiveSession: "ActiveSession",
+    SyncProblem: "Problem",
+    Document: "Document",
+    Conflict: "Conflict",
+    Settled: "Settled",
+}
