@@ -92,7 +92,7 @@ class Fault:
     minute: int
     kind: str
     detail: str
-    seconds: float  # until the faulted part answered again
+    seconds: float  # until Redis, Postgres or the API answered again (a worker: started)
 
 
 @dataclass
@@ -895,7 +895,7 @@ def tables(result: SoakResult) -> list[Table]:
             f"{row['growth']:+.0%}",
             flag,
         )
-    faults = Table(title="Faults (seconds until the faulted part answered again)")
+    faults = Table(title="Faults (s: until it answered again; a killed worker is restarted)")
     for column in ("min", "fault", "s"):
         faults.add_column(column)
     for fault in result.faults:
