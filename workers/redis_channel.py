@@ -31,4 +31,4 @@ def _guarded_connparams(self: Any, asynchronous: bool = False) -> Any:
     return _connparams(self, asynchronous)
 
 
-kombu_redis.Channel._connparams = _guarded_connparams
+kombu_redis.Channel._connparams = _guarded_connparams  # type: ignore[method-assign]
