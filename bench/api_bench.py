@@ -13,7 +13,6 @@ work on a shared machine shows there): together they say how far the cores can g
 from __future__ import annotations
 
 import asyncio
-import socket
 import sys
 import tempfile
 import time
@@ -28,6 +27,7 @@ import psutil
 from bench.common import BENCH_HOME, Options, Section, percentile
 from bench.longconv import generate
 from bench.recall_bench import load
+from continuum.dev.embedded import free_port
 from continuum.processes import spawn, stop
 
 USER = "maya"
@@ -96,12 +96,6 @@ class Meter:
         return total, machine.user + machine.system + machine.nice + machine.irq + machine.softirq
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _params(endpoint: str, query: str) -> dict[str, Any]:
     if endpoint == "search":
         return {"q": query, "user_id": USER, "limit": LIMIT}
@@ -168,7 +162,7 @@ def _postmaster_pid() -> int:
 def serve(log_dir: Path, port: int | None = None) -> tuple[Any, str]:
     """`continuum api` with its defaults on `port` (default: a free one), log appended to
     `log_dir/api.log`; returns (process, base URL) once it answers."""
-    port = port or _free_port()
+    port = port or free_port()
     argv = [sys.executable, "-m", "continuum.cli.main", "api", "--port", str(port)]
     proc = spawn(argv, log_dir / "api.log")
     base_url = f"http://127.0.0.1:{port}"

@@ -168,7 +168,7 @@ class Stack:
     """The servers and the Continuum processes of the run: started, faulted, measured."""
 
     def __init__(self, home: Path, log_dir: Path, env: dict[str, str]) -> None:
-        from continuum.dev.embedded import EmbeddedServers, _free_port
+        from continuum.dev.embedded import EmbeddedServers, free_port
         from continuum.processes import WORKER_GROUPS
 
         self.servers = EmbeddedServers(home)
@@ -176,7 +176,7 @@ class Stack:
         self.env = env
         self.groups = [name for name, _, _ in WORKER_GROUPS]
         self.procs: dict[str, Any] = {}
-        self.api_port = _free_port()
+        self.api_port = free_port()
         self.base_url = f"http://127.0.0.1:{self.api_port}"
         self.lock = threading.Lock()  # a fault restarts a process; the drain checks them
 

@@ -10,10 +10,11 @@ import json
 import math
 import os
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime, tzinfo
 from functools import lru_cache
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import Field, SecretStr, field_validator
@@ -51,6 +52,32 @@ def usable_cpus(cgroup: Path = Path("/sys/fs/cgroup")) -> int:
     except (OSError, ValueError):  # no cgroup v2 quota to read
         pass
     return max(cpus, 1)
+
+
+def _tenant_map(value: object, parse: Callable[[str], Any], error: str, form: str) -> object:
+    """A per-tenant setting given as `tenant=value,…` (a mapping passes through): each tenant
+    name checked, each value read by `parse` (ValueError: refused, `error` saying why)."""
+    if not isinstance(value, str):
+        return value
+    mapping = {}
+    for part in filter(None, (part.strip() for part in value.split(","))):
+        tenant, _, given = (side.strip() for side in part.partition("="))
+        try:
+            if not NAMESPACE_PATTERN.fullmatch(tenant) or not given:
+                raise ValueError(f"{part!r} is not {form}")
+            mapping[tenant] = parse(given)
+        except ValueError as exc:
+            raise ConfigError(error.format(problem=exc)) from None
+    return mapping
+
+
+def _retention_days(given: str) -> int | None:
+    """Whole days (at least 1), or None for `forever`."""
+    if given.lower() == "forever":
+        return None
+    if not (given.isdigit() and int(given) >= 1):
+        raise ValueError(f"{given!r} is not a number of days")
+    return int(given)
 
 
 class Settings(BaseSettings):
@@ -310,39 +337,24 @@ class Settings(BaseSettings):
     @classmethod
     def _parse_tenant_timezones(cls, value: object) -> object:
         """`alpha=Europe/Paris,beta=America/New_York`, each tenant and zone checked."""
-        if not isinstance(value, str):
-            return value
-        zones = {}
-        for part in filter(None, (part.strip() for part in value.split(","))):
-            tenant, _, name = (side.strip() for side in part.partition("="))
-            try:
-                if not NAMESPACE_PATTERN.fullmatch(tenant) or not name:
-                    raise ValueError(f"{part!r} is not tenant=Zone/Name")
-                zones[tenant] = time_zone(name).key
-            except ValueError as exc:
-                raise ConfigError(
-                    f"CONTINUUM_TENANT_TIMEZONES: {exc} (e.g. alpha=Europe/Paris,beta=UTC)"
-                ) from None
-        return zones
+        return _tenant_map(
+            value,
+            lambda name: time_zone(name).key,
+            "CONTINUUM_TENANT_TIMEZONES: {problem} (e.g. alpha=Europe/Paris,beta=UTC)",
+            "tenant=Zone/Name",
+        )
 
     @field_validator("tenant_message_retention", mode="before")
     @classmethod
     def _parse_tenant_retention(cls, value: object) -> object:
         """`alpha=30,beta=forever`: each tenant checked, each retention whole days or forever."""
-        if not isinstance(value, str):
-            return value
-        days: dict[str, int | None] = {}
-        for part in filter(None, (part.strip() for part in value.split(","))):
-            tenant, _, given = (side.strip() for side in part.partition("="))
-            if not NAMESPACE_PATTERN.fullmatch(tenant) or not (
-                (given.isdigit() and int(given) >= 1) or given.lower() == "forever"
-            ):
-                raise ConfigError(
-                    f"CONTINUUM_TENANT_MESSAGE_RETENTION: {part!r} is not tenant=days "
-                    "(whole days, at least 1, or `forever`; e.g. alpha=30,beta=365)"
-                )
-            days[tenant] = None if given.lower() == "forever" else int(given)
-        return days
+        return _tenant_map(
+            value,
+            _retention_days,
+            "CONTINUUM_TENANT_MESSAGE_RETENTION: {problem}; give tenant=days (whole days, at "
+            "least 1, or `forever`; e.g. alpha=30,beta=365)",
+            "tenant=days",
+        )
 
     @property
     def servers_file(self) -> Path:

@@ -16,8 +16,8 @@ as everywhere (`CONTINUUM_REDACT_SECRETS`).
 Ingestion is asynchronous (a worker stores the turns), so a session remembers the items it
 added until it reads them back from the server: `get_items` right after `add_items` sees
 them. `pop_item` and `clear_session` first wait (up to `settle_timeout_s`) for those to be
-stored, then erase turns (`DELETE /v1/sessions/{id}/messages`); memories already derived
-from them stay. A privacy-mode tenant stores no turns: its sessions read back nothing.
+stored, then erase turns (`DELETE /v1/sessions/{id}/messages`); their statement memories go
+with them, other memories already derived from them stay. A privacy-mode tenant stores no turns: its sessions read back nothing.
 """
 
 from __future__ import annotations

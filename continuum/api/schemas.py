@@ -2,69 +2,29 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
 
+from continuum.domain.records import CronReportRecord, MemoryRecord, SessionRecord
 from continuum.sealing.envelope import open_compactions
 
 
 class _FromRow(BaseModel):
-    model_config = ConfigDict(from_attributes=True)
+    # Read from ORM rows. Listed after the shared record so this config wins: the record
+    # keeps a newer server's extra fields for the client; the server's own answers have none.
+    model_config = ConfigDict(from_attributes=True, extra="ignore")
 
 
-class MemoryOut(_FromRow):
-    id: int
-    namespace: str
-    user_id: str | None
-    kind: str
-    key: str | None
-    content: str
-    details: dict[str, Any]
-    tags: list[str]
-    importance: int
-    confidence: float
-    provenance: str
-    trust: int
-    status: str
-    superseded_by: int | None
-    private: bool
-    version: int
-    session_id: str | None
-    channel: str | None
-    source_message_ids: list[str]
-    trigger: str
-    created_at: datetime
-    updated_at: datetime
+class MemoryOut(MemoryRecord, _FromRow):
+    pass
 
 
-class CronReportOut(_FromRow):
-    id: int
-    namespace: str
-    cron_name: str
-    session_id: str
-    summary: str
-    run_started_at: datetime | None
-    run_ended_at: datetime | None
-    event_at: datetime | None
+class CronReportOut(CronReportRecord, _FromRow):
+    pass
 
 
-class SessionOut(_FromRow):
-    namespace: str
-    session_id: str
-    channel: str | None
-    user_id: str | None
-    source: str
-    model: str | None
-    started_at: datetime | None
-    last_activity_at: datetime | None
-    ended_at: datetime | None
-    end_reason: str | None
-    status: str
-    message_count: int
-    details: dict[str, Any]
-
+class SessionOut(SessionRecord, _FromRow):
     @field_validator("details")
     @classmethod
     def _opened(cls, details: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:

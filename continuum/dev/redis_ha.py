@@ -27,7 +27,7 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from continuum.dev.embedded import EmbeddedError, _free_port
+from continuum.dev.embedded import EmbeddedError, free_port
 
 STATE_FILE = "redis-ha.json"
 MASTER_NAME = "continuum"
@@ -284,16 +284,16 @@ class RedisHA:
         self.down()
         self.directory.mkdir(parents=True, exist_ok=True)
         self.state_file.unlink(missing_ok=True)
-        master = self._spawn("master", _free_port())
+        master = self._spawn("master", free_port())
         data = [master] + [
-            self._spawn(f"replica{i}", _free_port(), master.port)
+            self._spawn(f"replica{i}", free_port(), master.port)
             for i in range(1, self.replicas + 1)
         ]
         for node in data:
             self._wait(lambda node=node: self._answers(node.name), f"{node.name} to answer")
         self.wait_in_sync(self.replicas, master.name)
         watchers = [
-            self._spawn(f"sentinel{i}", _free_port(), master.port)
+            self._spawn(f"sentinel{i}", free_port(), master.port)
             for i in range(1, self.sentinels + 1)
         ]
         for node in watchers:

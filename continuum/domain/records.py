@@ -1,8 +1,9 @@
 """Records the HTTP API answers that its Python client reads as they are: a stored document
-(a JSON value under a path and key) and a turn of a session whole. One definition serves the
-server (`continuum.memory.documents`, `continuum.recall.turns`) and the client
-(`continuum.sdk.models`), so they cannot drift apart; newer fields a server adds are kept by
-an older client (`extra="allow"`)."""
+(a JSON value under a path and key), a turn of a session whole, and the rows the listings
+return (memories, cron reports, sessions). One definition serves the server
+(`continuum.memory.documents`, `continuum.recall.turns`, `continuum.api.schemas`) and the
+client (`continuum.sdk.models`), so they cannot drift apart; newer fields a server adds are
+kept by an older client (`extra="allow"`)."""
 
 from __future__ import annotations
 
@@ -44,3 +45,61 @@ class Turn(Record):
     user_id: str | None
     created_at: datetime
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class MemoryRecord(Record):
+    """A stored memory as the listings return it."""
+
+    id: int
+    namespace: str
+    user_id: str | None
+    kind: str
+    key: str | None
+    content: str
+    details: dict[str, Any]
+    tags: list[str]
+    importance: int
+    confidence: float
+    provenance: str
+    trust: int
+    status: str
+    superseded_by: int | None
+    private: bool
+    version: int
+    session_id: str | None
+    channel: str | None
+    source_message_ids: list[str]
+    trigger: str
+    created_at: datetime
+    updated_at: datetime
+
+
+class CronReportRecord(Record):
+    """One run of a cron job, as synced from its transcript."""
+
+    id: int
+    namespace: str
+    cron_name: str
+    session_id: str
+    summary: str
+    run_started_at: datetime | None
+    run_ended_at: datetime | None
+    event_at: datetime | None
+
+
+class SessionRecord(Record):
+    """A session's row: where it ran, when, and how it ended."""
+
+    namespace: str
+    session_id: str
+    channel: str | None
+    user_id: str | None
+    source: str
+    model: str | None
+    started_at: datetime | None
+    last_activity_at: datetime | None
+    ended_at: datetime | None
+    end_reason: str | None
+    status: str
+    message_count: int
+    details: dict[str, Any]

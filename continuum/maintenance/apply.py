@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session as DbSession
 
 from continuum.domain.kinds import MemoryKind
 from continuum.domain.memory import MemoryCandidate
-from continuum.maintenance.purge import delete_memories, purge_redis
+from continuum.maintenance.purge import purge_redis
 from continuum.maintenance.retention import expire_messages
 from continuum.maintenance.rules import (
     KIND_PARAMS,
@@ -25,6 +25,7 @@ from continuum.maintenance.rules import (
 )
 from continuum.maintenance.workspace import write_memory_md
 from continuum.memory.claims import quarantine, reinforce, supersede
+from continuum.memory.gone_turns import delete_memories
 from continuum.memory.writer import WriteScope, store_memories
 
 

@@ -8,11 +8,9 @@ CONTINUUM_MESSAGE_RETENTION_DAYS); then the weekly maintenance deletes those old
   retention). The cutoff is fixed in the plan: a resumed run deletes what was planned.
 - **Applied** a step at a time, each in its transaction: the oldest messages before the
   cutoff are deleted, their vectors, full-text terms and sealed details with them. What
-  cites them is settled in the same transaction: a `statement` memory (one sentence of its
-  turn, an index of it and its very words) is deleted with its turn; every other memory
-  derived from the deleted turns (summaries, key moments, facts) stays, marked
-  `details.sources_pruned_at` (a plain detail), its `source_message_ids` naming turns no
-  longer stored. Sessions keep their row: times, counts, end and summary.
+  cites them is settled in the same transaction, as for turns a runtime erases
+  (`continuum.memory.gone_turns`): statements go with their turns, other memories stay,
+  marked `details.sources_pruned_at`. Sessions keep their row: times, counts, end and summary.
 - **Recorded** once the run is done: a log line with the tenant's counts (never text), a
   `memory_log` row (action `retention`) and the tenant's entry in `system_state`
   (`retention:last`), which `continuum status` shows.
@@ -33,8 +31,8 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session as DbSession
 
 from continuum.config import get_settings
-from continuum.maintenance.purge import delete_memories
 from continuum.maintenance.rules import TRIGGER, Action
+from continuum.memory.gone_turns import settle_gone_turns
 from continuum.store.models import MemoryLog, SystemState
 
 log = logging.getLogger(__name__)
@@ -70,13 +68,6 @@ _DELETE = text(
     "AND created_at < :cutoff ORDER BY created_at, id LIMIT :n)) "
     "RETURNING session_id, message_id"
 )
-# The tenant's memories citing any of the deleted turns (a turn is its session's message id).
-_CITING = text(
-    "WITH gone AS (SELECT sid, array_agg(mid) AS mids "
-    "FROM unnest(CAST(:sids AS text[]), CAST(:mids AS text[])) AS g(sid, mid) GROUP BY sid) "
-    "SELECT m.id, m.kind FROM memories m JOIN gone ON m.session_id = gone.sid "
-    "WHERE m.namespace = :ns AND m.source_message_ids && gone.mids"
-)
 
 
 def expire_messages(db: DbSession, namespace: str, step: Action) -> dict[str, int]:
@@ -87,29 +78,8 @@ def expire_messages(db: DbSession, namespace: str, step: Action) -> dict[str, in
     cutoff = datetime.fromisoformat(step["cutoff"])
     params = {"ns": namespace, "cutoff": cutoff, "n": step["rows"]}
     gone = db.execute(_DELETE, params).all()
-    citing = db.execute(
-        _CITING,
-        {
-            "ns": namespace,
-            "sids": [g.session_id for g in gone],
-            "mids": [g.message_id for g in gone],
-        },
-    ).all()
-    statements = [row.id for row in citing if row.kind == "statement"]
-    kept = [row.id for row in citing if row.kind != "statement"]
-    if kept:
-        db.execute(
-            text(
-                "UPDATE memories SET details = details || "
-                "jsonb_build_object('sources_pruned_at', CAST(now() AS text)) WHERE id = ANY(:ids)"
-            ),
-            {"ids": kept},
-        )
-    return {
-        OP: len(gone),
-        STATEMENTS: delete_memories(db, namespace, statements),
-        MARKED: len(kept),
-    }
+    settled = settle_gone_turns(db, namespace, gone)
+    return {OP: len(gone), STATEMENTS: settled.statements, MARKED: settled.marked}
 
 
 def record(

@@ -23,7 +23,7 @@ import json
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from sqlalchemy import insert, text
@@ -407,13 +407,14 @@ def settle(
 ) -> Settled | None:
     """A person settles the conflict of the quarantined memory `quarantined_id` (in one of
     `namespaces`; None when there is no such conflict). Keeping it makes it active and
-    supersedes the memories in force on its claim (the one it contradicted among them);
-    otherwise it is superseded by the memory it contradicted. Logged as `settle`."""
+    supersedes the memories in force on its claim that it competes with (the one it
+    contradicted among them); otherwise it is superseded by the memory it contradicted (a
+    hand-written update: `supersede` takes active memories only). Logged as `settle`."""
     row = db.execute(
         text(
-            "SELECT id, namespace, user_id, claim_subject, claim_predicate, "
-            "CAST(details->>'conflicts_with' AS bigint) AS other FROM memories "
-            "WHERE id = :id AND namespace = ANY(:ns) AND status = 'quarantined' FOR UPDATE"
+            f"SELECT {CLAIM_COLUMNS}, CAST(details->>'conflicts_with' AS bigint) AS other "
+            "FROM memories WHERE id = :id AND namespace = ANY(:ns) AND status = 'quarantined' "
+            "FOR UPDATE"
         ),
         {"id": quarantined_id, "ns": list(namespaces)},
     ).first()
@@ -432,15 +433,10 @@ def settle(
         return Settled(row.namespace, row.other, [row.id])
     lock_claims(db, [claim_lock_key(row.namespace, row.user_id, row.claim_subject,
                                     row.claim_predicate)])  # fmt: skip
-    in_force = db.scalars(
-        text(
-            "SELECT id FROM memories WHERE namespace = :ns AND user_id IS NOT DISTINCT FROM :uid "
-            "AND lower(claim_subject) = lower(:subject) AND lower(claim_predicate) = "
-            "lower(:predicate) AND status = 'active' ORDER BY id"
-        ),
-        {"ns": row.namespace, "uid": row.user_id, "subject": row.claim_subject,
-         "predicate": row.claim_predicate},
-    ).all()  # fmt: skip
+    # What it overrides is what it competes with, as when a claim is written (`decide`): not
+    # another session's claim, nor an open-ended one it is a bounded exception to.
+    kept, now = ClaimState.of(row), datetime.now(UTC)
+    in_force = [m.id for m in _in_force(db, [row]).values() if _competes(kept, m.claim, now)]
     db.execute(
         text(
             "UPDATE memories SET status = 'active', updated_at = now(), "

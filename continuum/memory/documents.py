@@ -279,6 +279,8 @@ def find_documents(
 ) -> list[Document]:
     """Documents at or below `prefix` whose value matches `filter`, most recently updated
     first (the filter is applied as the rows are read, so a page costs what it skips)."""
+    if filter:
+        check_filter(filter)
     found: list[Document] = []
     stmt = _scope(namespace, prefix).order_by(Memory.updated_at.desc(), Memory.id.desc())
     with session_scope() as db:
@@ -341,6 +343,19 @@ def list_paths(
     return list(found)[offset : offset + limit]
 
 
+def check_filter(wanted: Any) -> None:
+    """Refuse a filter naming an operator `matches` does not know, wherever it is nested
+    (ValueError); `matches` may stop before it reaches one."""
+    if isinstance(wanted, Mapping):
+        for name, operand in wanted.items():
+            if str(name).startswith("$") and name not in OPERATORS:
+                raise ValueError(f"unknown operator {name!r}: use one of {', '.join(OPERATORS)}")
+            check_filter(operand)
+    elif isinstance(wanted, list | tuple):
+        for item in wanted:
+            check_filter(item)
+
+
 def matches(value: Any, filter: Mapping[str, Any]) -> bool:
     """Whether a document's value passes `filter` (every field must)."""
     return isinstance(value, Mapping) and all(
@@ -367,8 +382,6 @@ def _apply(value: Any, op: str, operand: Any) -> bool:
         return bool(value == operand)
     if op == "$ne":
         return bool(value != operand)
-    if op not in OPERATORS:
-        raise ValueError(f"unknown operator {op!r}: use one of {', '.join(OPERATORS)}")
     try:
         left, right = float(value), float(operand)
     except (TypeError, ValueError):

@@ -240,20 +240,33 @@ _PENDING_AT = text(
     "AND t.due_at = ANY(CAST(:dues AS timestamptz[])) "
     "AND t.tags && CAST(:sessions AS text[]) GROUP BY t.id ORDER BY t.id"
 )
-# The active tasks of the tenant's users (`:shared`: and those without one), whose titles
-# a new task's is compared with (opened: sealed titles differ row by row).
+# Which of the (user, title) pairs given an active task already has (plain titles).
+_TAKEN = text(
+    "SELECT k.uid, k.title FROM unnest(CAST(:uids AS text[]), CAST(:titles AS text[])) "
+    "AS k(uid, title) WHERE EXISTS (SELECT 1 FROM tasks WHERE namespace = :ns "
+    "AND user_id IS NOT DISTINCT FROM k.uid AND lower(title) = lower(k.title) "
+    "AND status = ANY(:active))"
+)
+# The active tasks of an encrypted tenant's users (`:shared`: and those without one), whose
+# titles a new task's is compared with once opened (sealed titles differ row by row).
 _ACTIVE_TITLES = text(
     "SELECT id, user_id, title FROM tasks WHERE namespace = :ns AND status = ANY(:active) "
     "AND (user_id = ANY(CAST(:uids AS text[])) OR (user_id IS NULL AND :shared))"
 )
 
 
-def _taken(db: DbSession, namespace: str, users: set[str | None]) -> set[tuple[str | None, str]]:
-    """(user, lower-case title) of every active task (suggestions waiting included) of
-    `users` in the tenant."""
-    params = {"ns": namespace, "active": list(ACTIVE_STATUSES), "shared": None in users}
-    rows = db.execute(_ACTIVE_TITLES, {**params, "uids": sorted(u for u in users if u)})
-    return {(row.user_id, read_text(row.title, "tasks.title", row.id).lower()) for row in rows}
+def _taken(db: DbSession, namespace: str, rows: Sequence[Any]) -> set[tuple[str | None, str]]:
+    """(user, lower-case title) of the memory `rows` that an active task of the tenant (a
+    suggestion waiting included) already has. Plain titles are compared in SQL; an encrypted
+    tenant's are opened first, since each row seals its own differently."""
+    params: dict[str, Any] = {"ns": namespace, "active": list(ACTIVE_STATUSES)}
+    if not get_settings().is_encrypted(namespace):
+        params |= {"uids": [r.user_id for r in rows], "titles": [r.content for r in rows]}
+        return {(uid, title.lower()) for uid, title in db.execute(_TAKEN, params)}
+    users = {row.user_id for row in rows}
+    params |= {"shared": None in users, "uids": sorted(u for u in users if u)}
+    found = db.execute(_ACTIVE_TITLES, params)
+    return {(row.user_id, read_text(row.title, "tasks.title", row.id).lower()) for row in found}
 
 
 def _seal_new(db: DbSession, namespace: str, new: list[dict[str, Any]]) -> None:
@@ -339,7 +352,7 @@ def _tasks_of(db: DbSession, namespace: str, rows: Sequence[Any]) -> int:
                  task.tags, task.provenances, id=task.id)
         for task in found
     ]  # fmt: skip
-    taken = _taken(db, namespace, {row.user_id for row in rows})
+    taken = _taken(db, namespace, rows)
     suggest = [SUGGESTED] if get_settings().confirms_tasks(namespace) else []
     new: list[dict[str, Any]] = []
     for row in rows:

@@ -89,9 +89,12 @@ def _gather(
     if request.pinned:  # these need no query vector: they run while the seed is embedded
         pinned += memory_candidates(db, ns, scope, memory_channels(config), request.now, config)
         pinned.append(task_candidates(db, ns, request.user_id, config.pinned_n, request.zone))
-        pinned.append(
-            task_candidates(db, ns, request.user_id, config.pinned_n, request.zone, suggested=True)
-        )
+        if get_settings().confirms_tasks(ns):  # suggestions exist only where tasks ask first
+            pinned.append(
+                task_candidates(
+                    db, ns, request.user_id, config.pinned_n, request.zone, suggested=True
+                )
+            )
     relevant: list[Candidate] = []
     hits: list[SearchHit] = []
     if prepared is not None:

@@ -10,44 +10,36 @@ keyed topic label): a change to one must be a change to the other.
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 from sqlalchemy import text
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session as DbSession
 
-from continuum.config import get_settings
 from continuum.recall.items import ContextResult, RecallRequest
 from continuum.sealing.envelope import seal
 from continuum.sealing.terms import keyed_label
 from continuum.sealing.tombstones import UserForgotten
-from continuum.store.bulk import allocate_ids
 from continuum.store.engine import session_scope
 from continuum.store.models import MemoryLog
-
-
-def _logged_query(request: RecallRequest, row: int | None) -> str | None:
-    """The question as the recall log keeps it: sealed for the user of an encrypted tenant,
-    bound to the log row `row`; not at all for a forgotten user."""
-    if row is None:
-        return request.seed_text
-    try:
-        return seal(request.namespace, request.user_id, QUERY_KIND, request.seed_text, row)
-    except UserForgotten:
-        return None
-
 
 QUERY_KIND = "memory_log.query"
 
 
+def _logged_query(request: RecallRequest, query_id: str) -> str | None:
+    """The question as the recall log keeps it: sealed for the user of an encrypted tenant,
+    bound to the recall's `query_id` (unique, and kept beside it in the same row); not at
+    all for a forgotten user."""
+    try:
+        return seal(request.namespace, request.user_id, QUERY_KIND, request.seed_text, query_id)
+    except UserForgotten:
+        return None
+
+
 def log_recall(db: DbSession, request: RecallRequest, result: ContextResult) -> None:
     """One `memory_log` row for the recall `request` that gave `result`."""
-    row: dict[str, Any] = {}
-    if get_settings().is_encrypted(request.namespace):
-        (row["id"],) = allocate_ids(db, MemoryLog, 1)  # what the sealed question is bound to
     details = {
         "query_id": result.query_id,
-        "query": _logged_query(request, row.get("id")),
+        "query": _logged_query(request, result.query_id),
         "topic": keyed_label(request.namespace, result.topic),
         "since_topic": request.since_topic and keyed_label(request.namespace, request.since_topic),
         "user_id": request.user_id,
@@ -59,7 +51,7 @@ def log_recall(db: DbSession, request: RecallRequest, result: ContextResult) -> 
     }
     db.execute(
         insert(MemoryLog).values(
-            **row, namespace=request.namespace, action="recall", trigger="context", details=details
+            namespace=request.namespace, action="recall", trigger="context", details=details
         )
     )
 

@@ -160,15 +160,6 @@ class _Routes:
     document_namespaces = _Endpoint(routes.document_namespaces)
     metrics = _Endpoint(routes.metrics)
 
-    def _prepared(self, call: Call[T]) -> Call[T]:
-        """The call with the client's instance as the namespace of events that name none."""
-        if call.path != "/v1/events" or self.instance is None:
-            return call
-        body = call.body if isinstance(call.body, list) else [call.body]
-        for event in body:
-            event.setdefault("namespace", self.instance)
-        return call
-
 
 def _options(token: str | None, timeout: float) -> dict[str, Any]:
     headers = {"Authorization": f"Bearer {token}"} if token else {}
@@ -196,7 +187,6 @@ class Client(_Routes):
 
     def send(self, call: Call[T]) -> T:
         """Send one request, retried as `retries` says; its result, or the error raised."""
-        call = self._prepared(call)
         attempt = 0
         while True:
             try:
@@ -246,7 +236,6 @@ class AsyncClient(_Routes):
 
     async def send(self, call: Call[T]) -> T:
         """`Client.send`, awaited."""
-        call = self._prepared(call)
         attempt = 0
         while True:
             try:

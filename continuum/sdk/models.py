@@ -12,7 +12,13 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from continuum.domain.records import Document, Turn
+from continuum.domain.records import (
+    CronReportRecord,
+    Document,
+    MemoryRecord,
+    SessionRecord,
+    Turn,
+)
 
 T = TypeVar("T")
 
@@ -21,7 +27,8 @@ class Model(BaseModel):
     model_config = ConfigDict(extra="allow")
 
 
-__all__ = ["Document", "Turn"]  # shared with the server (continuum.domain.records)
+# Shared with the server (continuum.domain.records).
+__all__ = ["CronReport", "Document", "Memory", "Session", "Turn"]
 
 
 class Page(Model, Generic[T]):
@@ -101,40 +108,9 @@ class ContextBlock(Model):
     memory_ids: list[int] = Field(default_factory=list)
 
 
-class CronReport(Model):
-    id: int
-    namespace: str
-    cron_name: str
-    session_id: str
-    summary: str
-    run_started_at: datetime | None
-    run_ended_at: datetime | None
-    event_at: datetime | None
+CronReport = CronReportRecord
 
-
-class Memory(Model):
-    id: int
-    namespace: str
-    user_id: str | None
-    kind: str
-    key: str | None
-    content: str
-    details: dict[str, Any]
-    tags: list[str]
-    importance: int
-    confidence: float
-    provenance: str
-    trust: int
-    status: str
-    superseded_by: int | None
-    private: bool
-    version: int
-    session_id: str | None
-    channel: str | None
-    source_message_ids: list[str]
-    trigger: str
-    created_at: datetime
-    updated_at: datetime
+Memory = MemoryRecord
 
 
 class MemoryKind(Model):
@@ -184,20 +160,7 @@ class Task(Model):
     tags: list[str]
 
 
-class Session(Model):
-    namespace: str
-    session_id: str
-    channel: str | None
-    user_id: str | None
-    source: str
-    model: str | None
-    started_at: datetime | None
-    last_activity_at: datetime | None
-    ended_at: datetime | None
-    end_reason: str | None
-    status: str
-    message_count: int
-    details: dict[str, Any]
+Session = SessionRecord
 
 
 class ActiveSession(Model):

@@ -460,7 +460,7 @@ def session_turns(
 @route("DELETE", "/v1/sessions/{session_id}/messages")
 def erase_session_turns(session_id: str, message_id: Sequence[str] | None = None) -> Call[int]:
     """Delete a session's turns (only `message_id` ones when given); answers how many went.
-    Memories derived from them stay."""
+    Their statement memories go with them; other memories derived from them stay."""
     return Call("DELETE", f"/v1/sessions/{_segment(session_id)}/messages",
                 lambda body: int(body["erased"]), {"message_id": message_id})  # fmt: skip
 

@@ -16,6 +16,7 @@ In order:
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -29,7 +30,7 @@ from continuum.domain.text import one_line
 from continuum.ephemeral.erase import remove_user_state, user_state
 from continuum.maintenance.workspace import memory_md_path
 from continuum.pipeline.deadletters import payload_of
-from continuum.pipeline.narrative import workspace, workspace_file
+from continuum.pipeline.narrative import rewrite_locked, workspace, workspace_file
 from continuum.sealing.entries import open_line
 from continuum.sealing.envelope import key_id_of
 from continuum.sealing.keys import keyring
@@ -198,8 +199,9 @@ def workspace_files(namespace: str) -> list[Path]:
 _ENTRY_START = re.compile(r"(?m)^(?=## |enc[12]:)")
 
 
-def _entries(path: Path) -> list[str]:
-    data = path.read_text(encoding="utf-8")
+def _entries(path: Path, data: str | None = None) -> list[str]:
+    """The file's entries (of `data`, its text as read, else read now)."""
+    data = path.read_text(encoding="utf-8") if data is None else data
     if path.parent.name == "memory":
         return [entry for entry in _ENTRY_START.split(data) if entry]
     return data.splitlines(keepends=True)
@@ -231,15 +233,22 @@ def _scan_files(namespace: str, traces: _Traces) -> int:
 
 
 def _rewrite_files(namespace: str, traces: _Traces) -> int:
+    """Remove the user's entries from each file in place, under the lock appends take (an
+    append meanwhile is kept); how many were removed."""
     removed = 0
-    for path in workspace_files(namespace):
-        entries = _entries(path)
-        kept = [entry for entry in entries if not traces.about(namespace, path, entry)]
-        if len(kept) != len(entries):
-            temp = path.with_suffix(path.suffix + ".forget")
-            temp.write_text("".join(kept), encoding="utf-8")
-            temp.replace(path)
+
+    def without_theirs(path: Path) -> Callable[[str], str]:
+        def rewrite(data: str) -> str:
+            nonlocal removed
+            entries = _entries(path, data)
+            kept = [entry for entry in entries if not traces.about(namespace, path, entry)]
             removed += len(entries) - len(kept)
+            return "".join(kept)
+
+        return rewrite
+
+    for path in workspace_files(namespace):
+        rewrite_locked(path, without_theirs(path))
     return removed
 
 

@@ -29,7 +29,7 @@ from sqlalchemy.exc import DBAPIError, StatementError
 
 from continuum.config import get_settings
 from continuum.conversations.writer import SessionRaced
-from continuum.redis_client import get_quick_redis
+from continuum.redis_client import get_quick_redis, redacted
 from continuum.store.engine import session_scope
 from continuum.sync import cursors, ending, feed, problems
 from continuum.sync.run_report import SyncProgress, SyncSummary, save_last_run
@@ -99,7 +99,7 @@ def _broker_answers(summary: SyncSummary) -> bool:
         get_quick_redis(settings.sync_redis_timeout_s, url).ping()
     except redis.RedisError as exc:
         log.warning("broker unreachable, this sync feeds no capture: %s", exc)
-        summary.record_error("capture_dispatch", url, f"broker unreachable: {exc}")
+        summary.record_error("capture_dispatch", redacted(url), f"broker unreachable: {exc}")
         return False
     return True
 

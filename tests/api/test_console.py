@@ -103,6 +103,21 @@ def test_a_conflict_is_settled_either_way_once(api: TestClient) -> None:
     assert out_of_reach.status_code == 404
 
 
+def test_keeping_a_held_claim_supersedes_only_what_it_competes_with(api: TestClient) -> None:
+    """Settling follows the rules a claim is written under: a global claim kept does not
+    override a claim scoped to another session."""
+    held, in_force = conflict("pearl", "favorite_drink", "tea", "coffee")
+    with session_scope() as db:  # the claim in force now holds for one other session only
+        memory = db.get(Memory, in_force)
+        assert memory is not None
+        memory.claim_scope, memory.session_id = "session", "another-session"
+    kept = api.post(
+        f"/v1/conflicts/{held}/settle", headers=bearer("pearl"), json={"keep": "quarantined"}
+    )
+    assert kept.json() == {"namespace": "pearl", "kept": held, "superseded": []}
+    assert status_of(held) == ("active", None) and status_of(in_force) == ("active", None)
+
+
 def test_status_shows_the_tokens_tenants_and_global_figures_to_an_operator(
     api: TestClient,
 ) -> None:

@@ -12,13 +12,12 @@ from typing import Any
 import pytest
 
 from continuum.contract.client import MemoryClient
-from continuum.processes import beat_argv
+from continuum.processes import beat_argv, kill
 from continuum.redis_client import client_for
 from tests.support.beat_probes import PROBE_EVERY_S, probe_senders
 from tests.support.producers import produce
 from tests.support.stored_events import assert_exactly_once, decisions, emit_batches, figures
 from tests.support.wait import wait_for
-from tests.support.worker_processes import kill
 
 pytestmark = pytest.mark.slow
 

@@ -156,3 +156,24 @@ def test_each_tenant_keeps_its_messages_its_own_number_of_days(monkeypatch: Any)
     monkeypatch.setenv("CONTINUUM_MESSAGE_RETENTION_DAYS", "365")
     assert Settings().message_retention("other") == 365
     assert Settings().message_retention("beta") is None  # its own forever wins
+
+
+def test_erased_turns_settle_their_memories_as_retention_does(
+    db: Any, worker: Any, client: Any
+) -> None:
+    """A runtime erasing its turns (`DELETE /v1/sessions/{id}/messages`) and retention share
+    one rule: the erased turn's statements go with it, the memories derived from it stay
+    marked; the session's other turns keep theirs."""
+    from continuum.memory.gone_turns import erase_turns
+
+    events = _call("delta", "erased", 1, LONG_TURN, "I prefer green tea over coffee.")
+    ids = [client.emit(event) for event in events]
+    wait_for(lambda: _processed(ids))
+    wait_for(lambda: bool(_memories("delta", "erased").get("preference")))
+    assert _memories("delta", "erased").get("statement")  # the long turn is indexed
+
+    assert erase_turns("delta", "erased", ["erased-0", "erased-1"]) == 2
+    after = _memories("delta", "erased")
+    assert "statement" not in after  # their words went with them
+    assert all("sources_pruned_at" in d for d in after["preference"])
+    assert _messages("delta") == []

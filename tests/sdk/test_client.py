@@ -194,6 +194,11 @@ def test_refusals_raise_errors_naming_their_fields(db: Any, api_url: str) -> Non
         with pytest.raises(InvalidRequest) as doc:
             sdk.put_document(["a.b"], "k", {"x": 1})
         assert doc.value.fields == ["body.namespace.0"]
+        for nested in ({"x": {"$eq": 1, "$bogus": 2}}, {"a": {"b": {"$bogus": 1}}}):
+            for query in (None, "anything"):  # listed or searched: refused, never a 500
+                with pytest.raises(InvalidRequest) as operator:
+                    sdk.search_documents(["prefs"], query=query, filter=nested)
+                assert operator.value.fields == ["body.filter"]
     with Client(api_url, "ctm_wrong") as stranger, pytest.raises(Unauthorized) as who:
         stranger.me()
     assert "continuum tokens create" in str(who.value)

@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-import socket
-
 import httpx
 
+from continuum.dev.embedded import free_port
 
-def free_port() -> int:
-    """A loopback port nothing listens on (the OS picks it)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+__all__ = ["answers", "free_port"]
 
 
 def answers(url: str) -> bool:

@@ -125,7 +125,7 @@ def search_documents(scope: ScopeDep, query: SearchIn) -> Documents:
     prefix = tuple(query.namespace_prefix)
     try:
         if query.filter:
-            documents.matches({}, query.filter)  # an unknown operator is refused up front
+            documents.check_filter(query.filter)  # an unknown operator is refused up front
         if not query.query or not query.query.strip():
             return Documents(
                 items=documents.find_documents(

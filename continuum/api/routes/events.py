@@ -7,17 +7,16 @@ covers exactly one. Nothing is enqueued unless every event is valid and in the t
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Depends, HTTPException, Request, status
+from fastapi import APIRouter, HTTPException, Request, status
 from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, TypeAdapter
 
-from continuum.api.auth import current_token
+from continuum.api.auth import Scope, ScopeDep
 from continuum.api.errors import detail, event_error, field_error
 from continuum.contract.client import EnqueueError, MemoryClient
 from continuum.contract.events import Event, EventError
-from continuum.security.tokens import TokenInfo
 
 router = APIRouter(prefix="/v1", tags=["events"])
 EVENT_SCHEMA_TEMPLATE = "#/components/schemas/{model}"
@@ -32,16 +31,17 @@ class Enqueued(BaseModel):
     event_ids: list[str]
 
 
-def _scope_events(items: list[Any], token: TokenInfo, batch: bool) -> None:
-    """Fill a missing namespace from a one-namespace token; refuse namespaces out of scope."""
+def _scope_events(items: list[Any], scope: Scope, batch: bool) -> None:
+    """Fill a missing namespace from the request's one namespace (its `instance`, or a
+    one-namespace token); refuse namespaces out of scope."""
     errors = []
     for index, item in enumerate(items):
         if not isinstance(item, dict):
             continue
-        if "namespace" not in item and len(token.namespaces) == 1:
-            item["namespace"] = token.namespaces[0]
+        if "namespace" not in item and len(scope.namespaces) == 1:
+            item["namespace"] = scope.namespaces[0]
         namespace = item.get("namespace")
-        if isinstance(namespace, str) and namespace not in token.namespaces:
+        if isinstance(namespace, str) and not scope.owns(namespace):
             loc: list[str | int] = ["body", index, "namespace"] if batch else ["body", "namespace"]
             errors.append(detail(loc, f"this token may not write to namespace {namespace!r}"))
     if errors:
@@ -59,9 +59,7 @@ def _scope_events(items: list[Any], token: TokenInfo, batch: bool) -> None:
     },
     responses={422: {"description": "An event is invalid; `detail` names each bad field."}},
 )
-async def post_events(
-    request: Request, token: Annotated[TokenInfo, Depends(current_token)]
-) -> Enqueued:
+async def post_events(request: Request, scope: ScopeDep) -> Enqueued:
     """Validate and enqueue events; returns their ids (202: workers process them later)."""
     try:
         body = json.loads(await request.body())
@@ -73,7 +71,7 @@ async def post_events(
         ) from None
     batch = isinstance(body, list)
     items = body if batch else [body]
-    _scope_events(items, token, batch)
+    _scope_events(items, scope, batch)
     client: MemoryClient = request.app.state.memory_client
     try:
         ids = await run_in_threadpool(client.emit_many, items)

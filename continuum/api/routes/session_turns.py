@@ -10,7 +10,7 @@ from fastapi import APIRouter, Query
 
 from continuum.api.auth import ScopeDep
 from continuum.api.pagination import Page, PageDep
-from continuum.conversations.erase import erase_turns
+from continuum.memory.gone_turns import erase_turns
 from continuum.recall.turns import Turn, session_turns
 
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
@@ -36,5 +36,6 @@ def erase(
         list[str] | None, Query(description="Only these turns (repeatable); default: all.")
     ] = None,
 ) -> dict[str, int]:
-    """Delete the session's turns (memories derived from them stay): `{erased}`."""
+    """Delete the session's turns, the statements indexing them (other memories derived from
+    them stay, marked `sources_pruned_at`): `{erased}`."""
     return {"erased": erase_turns(scope.namespace, session_id, message_id)}
