@@ -8,6 +8,7 @@ import random
 import traceback
 from typing import Any
 
+import kombu.exceptions
 import redis
 from celery import Task
 from celery.exceptions import Retry, SoftTimeLimitExceeded
@@ -28,6 +29,7 @@ class TransientError(RuntimeError):
 
 TRANSIENT = (
     OperationalError,
+    kombu.exceptions.OperationalError,  # a publish the broker refused or dropped
     redis.ConnectionError,
     redis.TimeoutError,
     SoftTimeLimitExceeded,
