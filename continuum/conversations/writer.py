@@ -142,15 +142,17 @@ def write(
     messages: Sequence[MessageRow],
     *,
     copy: bool = False,
+    redacted: bool = False,
 ) -> list[InsertedMessage]:
     """Write `messages` (those not stored yet, none of a private tenant), then create or widen
     the row of each of `sessions` (one fact per session), its count grown by the messages
     inserted. Returns the inserted messages in key order. `copy` picks the COPY path for
     large batches; it raises `SessionRaced` (the transaction is lost) when a concurrent writer
-    of a new session committed first."""
+    of a new session committed first. `redacted`: the rows' secrets are replaced already (the
+    events stage redacts whole events, `continuum.pipeline.ingest`)."""
     settings = get_settings()
     kept = [row for row in messages if not settings.is_private(row.namespace)]
-    if settings.redact_secrets:
+    if settings.redact_secrets and not redacted:
         kept = _redacted(db, kept)
     inserted = _insert_copied(db, kept) if copy else _insert(db, kept)
     counts = Counter((message.namespace, message.session_id) for message in inserted)

@@ -20,6 +20,12 @@ _SENTENCE_END = re.compile(
 )
 # A speaker's name opening a turn; Postgres reads the same (`recall.textquery.speakers`).
 _SPEAKER = re.compile(r"^([^\W\d_](?:[^\W\d_]|[.'-]){0,30}):\s")
+# Words a turn opens with as a label, not a speaker's name ("Update: I moved to Berlin").
+_LABELS = word_set(
+    "note notes update reminder todo edit ps fyi btw question answer summary tip warning "
+    "important re subject step example result error status agenda goal idea problem issue fix "
+    "reason context background correction addendum ok okay well so also quick"
+)
 _CLAUSE_BREAK = re.compile(
     r";\s+|,?\s+(?:and|but|also|plus)\s+(?=(?:i|i'm|i've|i'll|my|we|we're|we'll|let's)\b)",
     re.IGNORECASE,
@@ -151,9 +157,11 @@ def channel_family(channel: str) -> str:
 
 def speaker_of(content: str) -> str | None:
     """The name a turn opens with (`Caroline: …`, as a group transcript writes its turns),
-    if it does."""
+    if it does; a label (`Note: …`, `Update: …`) is no name."""
     match = _SPEAKER.match(content)
-    return match.group(1) if match and match.group(1)[0].isupper() else None
+    if match is None or not match.group(1)[0].isupper() or match.group(1).lower() in _LABELS:
+        return None
+    return match.group(1)
 
 
 def split_clauses(sentence: str) -> list[str]:

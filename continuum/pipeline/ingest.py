@@ -15,6 +15,9 @@ The batch's Redis state is written last, before the commit: if Redis fails, the 
 rolls back and the batch is retried; a crash between those writes and the commit leaves
 Postgres untouched and Redis state that the redelivered batch writes again identically
 (every ephemeral write is idempotent), so redelivery simply redoes the batch.
+With `CONTINUUM_REDACT_SECRETS` (the default) the secrets in the text an event carries are
+replaced first (`continuum.domain.secrets`), so neither the stored rows nor the Redis buffers,
+a handoff or an LLM call ever hold one.
 Invalid events are dead-lettered with their reason; the rest of the batch still lands.
 Once committed, the memories capture stored are announced (`continuum.ephemeral.notify`),
 one notice per session and user, so a live call elsewhere refreshes its context (R43).
@@ -38,6 +41,7 @@ from continuum.capture import detect_key_moments, extract_entities, topic_slug
 from continuum.capture.handoffs import handoff_target, mentioned_channel
 from continuum.config import get_settings
 from continuum.contract.events import (
+    ChatMessage,
     Event,
     EventError,
     IdleEvent,
@@ -51,6 +55,7 @@ from continuum.contract.queues import INGEST_EVENTS
 from continuum.conversations import writer as conversation
 from continuum.conversations.writer import EVENT_SOURCE, MessageRow, SessionFacts
 from continuum.domain.memory import CaptureTurn, MemoryCandidate
+from continuum.domain.secrets import redact
 from continuum.domain.text import clip
 from continuum.ephemeral.handoff import send_handoff
 from continuum.ephemeral.keys import HANDOFF_TTL_S
@@ -63,6 +68,7 @@ from continuum.pipeline.live_chunks import LiveChunk, claim_chunks
 from continuum.pipeline.turns import from_event, from_message
 from continuum.redis_client import get_redis
 from continuum.sealing.tombstones import guard_users
+from continuum.store import metrics
 from continuum.store.bulk import insert_ignore
 from continuum.store.engine import session_scope
 from continuum.store.models import Message, ProcessedEvent
@@ -358,6 +364,49 @@ def _drop_forgotten(db: DbSession, events: list[Event]) -> list[Event]:
     return [event for event in events if (event.namespace, event.user_id) not in gone]
 
 
+def _without_secrets(db: DbSession, events: list[Event]) -> list[Event]:
+    """`events` with the secrets replaced in every text they carry (a turn's content, the
+    messages a pre-compaction or a session end hands over), counted when `db` commits."""
+    if not events or not get_settings().redact_secrets:
+        return events
+    found = 0
+
+    def clean(text: str) -> str:
+        nonlocal found
+        redaction = redact(text)
+        found += redaction.total
+        return redaction.text
+
+    def clean_part(part: Any) -> Any:
+        if isinstance(part, str):
+            return clean(part)
+        if isinstance(part, dict) and isinstance(part.get("text"), str):
+            return {**part, "text": clean(part["text"])}
+        return part
+
+    def clean_message(message: ChatMessage) -> ChatMessage:
+        content = message.content
+        if isinstance(content, str):
+            content = clean(content)
+        elif isinstance(content, list):
+            content = [clean_part(part) for part in content]
+        return message.model_copy(update={"content": content})
+
+    out: list[Event] = []
+    for event in events:
+        if isinstance(event, TurnEvent):
+            event = event.model_copy(update={"content": clean(event.content)})
+        elif isinstance(event, PreCompactionEvent):
+            event = event.model_copy(update={"turns": [clean_message(m) for m in event.turns]})
+        elif isinstance(event, SessionEndEvent):
+            event = event.model_copy(
+                update={"messages": [clean_message(m) for m in event.messages]}
+            )
+        out.append(event)
+    metrics.incr_on_commit(db, metrics.SECRETS_REDACTED, found)
+    return out
+
+
 def _announce(stored: list[Stored]) -> None:
     """Publish what capture stored, once committed: a notice per session and user. Best
     effort: the memories are stored whatever Redis says."""
@@ -396,13 +445,13 @@ def _ingest_committed(payloads: Sequence[Any], task_id: str | None) -> IngestRes
         claimed = _claim_new(db, events)
         result.duplicates = len(events) - len(claimed)
         result.processed = len(claimed)
-        fresh = _drop_forgotten(db, claimed)
+        fresh = _without_secrets(db, _drop_forgotten(db, claimed))
         if not fresh:
             return result
         fresh.sort(key=lambda event: event.ts)
         turn_events = [event for event in fresh if isinstance(event, TurnEvent)]
         inserted = conversation.write(
-            db, _session_facts(fresh), [message_row(turn) for turn in turn_events]
+            db, _session_facts(fresh), [message_row(turn) for turn in turn_events], redacted=True
         )
         result.new_turns = [(message.namespace, message.session_id) for message in inserted]
         result.messages_inserted = len(inserted)

@@ -24,7 +24,8 @@ class LiveBlock:
     """The context block of one live session, read as often as its memories change. The
     first read consumes a handoff pending for the channel, as `session_context` does; later
     reads keep its line, under its heading after the block's header, since it can be read
-    only once (a newer handoff shown by a later read replaces it)."""
+    only once (a newer handoff shown by a later read replaces it). The kept section's tokens
+    come out of the later reads' budget: every block stays within CONTEXT_MAX_TOKENS."""
 
     def __init__(self, namespace: str, *, user_id: str | None, channel: str) -> None:
         self.namespace = namespace
@@ -34,16 +35,17 @@ class LiveBlock:
 
     def read(self) -> str:
         """The block as of now ("" when there is nothing to tell)."""
+        from continuum.inference.tokenizer import count_block_tokens
         from continuum.recall.context import context
 
-        result = context(
-            self.namespace, "", CONTEXT_MAX_TOKENS, user_id=self.user_id, channel=self.channel
-        )
+        kept = f"{HANDOFF_SECTION}\n{self.handoff}" if self.handoff is not None else ""
+        budget = CONTEXT_MAX_TOKENS - count_block_tokens(kept)
+        result = context(self.namespace, "", budget, user_id=self.user_id, channel=self.channel)
         shown = next((item.text for item in result.items if item.ref == "handoff"), None)
         if shown is not None or self.handoff is None:
             self.handoff = shown or self.handoff
             return result.block
         header, _, rest = result.block.partition("\n\n")
         if not header:
-            return f"{HANDOFF_SECTION}\n{self.handoff}"
-        return f"{header}\n\n{HANDOFF_SECTION}\n{self.handoff}" + (f"\n\n{rest}" if rest else "")
+            return kept
+        return f"{header}\n\n{kept}" + (f"\n\n{rest}" if rest else "")

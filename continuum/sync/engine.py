@@ -277,6 +277,7 @@ def sync(
     workers: int | None = None,
     lock_timeout_s: int = LOCK_TIMEOUT_S,
     paths: Collection[Path] | None = None,
+    discovered: Discovery | None = None,
 ) -> SyncSummary:
     """Sync every transcript source under `home` (default: the user's home directory).
 
@@ -293,7 +294,8 @@ def sync(
     `paths` limits the run to the sources at those paths (a SQLite store also by its `-wal`
     or `-journal` file), as the watcher runs it: no run lock (each source's advisory lock
     serializes its batches with any other run's), no discovery-wide problems, no session
-    ending and not kept as the last sync: the full runs do those.
+    ending and not kept as the last sync: the full runs do those. `discovered` is a look over
+    `home` taken already (the watcher's, reused while its writes touch known sources only).
     """
     started = time.monotonic()
     settings = get_settings()
@@ -307,7 +309,7 @@ def sync(
             backfill, max_line_bytes or settings.sync_max_line_bytes, batch_lines, summary.run_id
         )
         engine = _Engine(summary, feed_capture and _broker_answers(summary), lock, lock_timeout_s)
-        found = discover(
+        found = discovered or discover(
             settings.sync_roots if roots is None else roots,
             home or settings.sync_home or Path.home(),
             enabled_kinds(settings) if kinds is None else kinds,

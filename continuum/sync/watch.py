@@ -29,9 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from continuum.config import get_settings
-from continuum.sync.engine import sync
+from continuum.sync.engine import source_keys, sync
 from continuum.sync.run_report import SyncSummary
-from continuum.transcripts import enabled_kinds, watch_dirs
+from continuum.transcripts import Discovery, discover, enabled_kinds, watch_dirs
 
 RESCAN_S = 30.0  # how often the directories to watch are looked up again
 WAKE_MS = 500  # a watcher with nothing to report wakes this often (its first wake: it runs)
@@ -84,15 +84,24 @@ class _Watch:
     on_dirs: DirsCallback | None
     rescan_s: float
     totals: WatchTotals = field(default_factory=WatchTotals)
+    found: Discovery | None = None  # the last look over the home, and its sources' paths
+    known: frozenset[str] = frozenset()
 
     def dirs(self) -> list[Path]:
         return watch_dirs(self.roots, self.home, self.kinds)
 
+    def _all_known(self, paths: Collection[Path]) -> bool:
+        """Whether every path written is (or belongs to: a store's log) a source found."""
+        return all(source_keys([path]) & self.known for path in paths)
+
     def run(self, paths: Collection[Path] | None) -> None:
         """Sync the sources at `paths` (None: every source, a full run)."""
+        if paths is None or self.found is None or not self._all_known(paths):
+            self.found = discover(self.roots, self.home, self.kinds)
+            self.known = frozenset(str(source.path) for source in self.found.sources)
         summary = sync(
             self.home, roots=self.roots, kinds=self.kinds, paths=paths,
-            feed_capture=self.feed_capture,
+            feed_capture=self.feed_capture, discovered=self.found,
         )  # fmt: skip
         self.totals.add(summary)
         if self.on_run is not None:

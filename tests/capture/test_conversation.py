@@ -591,3 +591,8 @@ def test_a_named_speakers_key_moments_carry_their_name() -> None:
     ]  # his words are quoted as he said them
     plain = said.model_copy(update={"content": "I love hiking in the mountains."})
     assert [c.content for c in detect_key_moments(plain)] == ["User loves hiking in the mountains"]
+    for label in ("Update", "Note", "FYI"):  # a label opening the turn names nobody
+        labelled = said.model_copy(update={"content": f"{label}: I love hiking in the mountains."})
+        assert [c.content for c in detect_key_moments(labelled)] == [
+            "User loves hiking in the mountains"
+        ], label

@@ -1,10 +1,13 @@
 """Secrets never become memories: real-looking keys, tokens, passwords and private keys are
 replaced by `[redacted:<type>]` (`continuum.domain.secrets`) in the messages both doors store
-and in every memory written, counted in `secrets_redacted`; ordinary prose is left as it is;
+and in every memory written, counted in `secrets_redacted`; the events stage replaces them
+before anything else sees an event (Redis buffers, handoffs, what the LLM is sent); ordinary
+prose is left as it is;
 `CONTINUUM_REDACT_SECRETS=false` turns it off."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -13,10 +16,14 @@ from sqlalchemy import select
 from continuum.conversations.writer import write
 from continuum.domain.memory import Claim, MemoryCandidate
 from continuum.domain.secrets import redact
+from continuum.ephemeral.handoff import peek_handoff
 from continuum.memory.writer import WriteScope, store_memories
+from continuum.pipeline.ingest import ingest_batch
+from continuum.redis_client import get_redis
 from continuum.store import metrics
 from continuum.store.engine import session_scope
 from continuum.store.models import Memory, Message
+from tests.support.events import now_at, session_end, turn
 from tests.support.message_rows import FACTS, rows
 
 PEM = (
@@ -126,3 +133,53 @@ def test_redaction_can_be_switched_off(db: Any, settings_env: Any) -> None:
     with session_scope() as session:
         assert session.scalar(select(Message.content)) == said
     assert metrics.count(metrics.SECRETS_REDACTED) == 0
+
+
+def _redis_text() -> str:
+    """Every value Redis holds, as one text (strings, lists, hashes, sets, sorted sets)."""
+    client = get_redis()
+    read = {
+        "string": client.get,
+        "list": lambda key: client.lrange(key, 0, -1),
+        "hash": client.hgetall,
+        "set": client.smembers,
+        "zset": lambda key: client.zrange(key, 0, -1),
+    }
+    return "\n".join(f"{key}={read[client.type(key)](key)}" for key in client.scan_iter(count=1000))
+
+
+def test_the_events_stage_leaves_no_secret_in_redis_a_handoff_or_an_llm_payload(
+    db: Any, settings_env: Any
+) -> None:
+    """A turn's secret is replaced before its live buffers, its handoff and what the LLM is
+    sent are made, not only in the stored rows; list-shaped message content too."""
+    settings_env(llm_base_url="http://127.0.0.1:9/v1")  # payloads are made, nothing is sent
+    said, secret, _ = SECRETS[0]
+    now = now_at()
+    end = session_end(at=now)
+    end["messages"] = [{"role": "user", "content": said}]
+    compaction = {key: end[key] for key in ("namespace", "session_id", "channel", "ts")}
+    compaction |= {"kind": "pre_compaction", "compaction_id": "c1",
+                   "turns": [{"role": "user", "content": [{"type": "text", "text": said}]}]}  # fmt: skip
+    result = ingest_batch(
+        [
+            turn(said, message_id="m1", at=now - 2),
+            turn("I have to run, I'll continue on Discord later.", message_id="m2", at=now - 1),
+            compaction,
+            end,
+        ]
+    )
+    assert result.processed == 4 and result.compactions and result.finish
+    handoff = peek_handoff("pearl", "jason", "discord")
+    assert handoff is not None and "[redacted:aws-access-key]" in handoff["context_summary"]
+    for where, held in [
+        ("redis", _redis_text()),
+        ("llm payloads", json.dumps([result.compactions, result.finish])),
+    ]:
+        assert secret not in held, where
+    assert "[redacted:aws-access-key]" in json.dumps(result.compactions)
+    with session_scope() as session:
+        assert session.scalar(select(Message.content).where(Message.message_id == "m1")) == (
+            "My AWS key is [redacted:aws-access-key], keep it safe."
+        )
+    assert metrics.count(metrics.SECRETS_REDACTED) == 3  # the turn, the dump, the end

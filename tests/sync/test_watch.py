@@ -1,6 +1,7 @@
 """The transcript watcher (`continuum.sync.watch`) on real files, Postgres, Redis and a real
 worker: a line appended to a transcript is searchable within seconds, and the watcher and a
-beat-style run reading the same growing file at once read each line exactly once."""
+beat-style run reading the same growing file at once read each line exactly once; the home is
+walked again only for a write to a file not found before."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ pytest.importorskip("watchfiles")
 
 from continuum.recall.search import search
 from continuum.sync import SyncSummary, sync
+from continuum.sync import watch as watch_module
 from continuum.sync.watch import WatchTotals, watch
 from tests.support.exactly_once import assert_exactly_once, stored_keys
 from tests.support.transcripts import FIXTURE_MESSAGES, copy_home, live, message_line
@@ -118,3 +120,33 @@ def test_the_watcher_and_a_beat_run_read_a_growing_file_each_line_once(db: Any, 
     assert sum(run.messages_inserted for run in watcher.runs) > 0  # both really read it
     assert sum(run.messages_inserted for run in beat_runs) > 0
     assert_exactly_once(home)
+
+
+def test_appends_to_known_transcripts_reuse_the_look_over_the_home(
+    db: Any, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bursts that only append to transcripts already found sync without walking the home
+    again; a burst that writes a new transcript looks again, and its lines are stored."""
+    looks: list[Path] = []
+    real = watch_module.discover
+
+    def counted(roots: Any, home: Path, kinds: Any) -> Any:
+        looks.append(home)
+        return real(roots, home, kinds)
+
+    monkeypatch.setattr(watch_module, "discover", counted)
+    watcher = Watcher(home, debounce_ms=50, feed_capture=False)
+    assert len(looks) == 1  # the catch-up run's
+    path = live(home, TELEGRAM)
+    for n in range(3):
+        with path.open("a") as handle:
+            handle.write(message_line(f"k{n}", "f568cb80", "2026-02-27T11:00:00.000Z", "user",
+                                      f"Known file line {n}"))  # fmt: skip
+        wait_for(lambda n=n: len(stored_keys()) == FIXTURE_MESSAGES + n + 1, timeout=15)
+    assert len(looks) == 1
+
+    fresh = path.with_name("5d0c1f0e-0b7a-4a43-9d55-2c4f51a1e0aa.jsonl")
+    fresh.write_text(message_line("n1", "root", "2026-02-27T12:00:00.000Z", "user", "A new one"))
+    wait_for(lambda: len(stored_keys()) == FIXTURE_MESSAGES + 4, timeout=15)
+    assert len(looks) == 2
+    watcher.stop()
