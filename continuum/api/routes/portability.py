@@ -24,6 +24,7 @@ SPOOLED_BYTES = 8 << 20  # an archive larger than this waits on disk, not in mem
 
 @router.get(
     "/export",
+    name="export_archive",
     response_class=StreamingResponse,
     responses={200: {"description": "The archive, JSON Lines.", **_ARCHIVE_BODY}},
 )
@@ -50,7 +51,11 @@ def export(
     )
 
 
-@router.post("/import", openapi_extra={"requestBody": {"required": True, **_ARCHIVE_BODY}})
+@router.post(
+    "/import",
+    name="import_archive",
+    openapi_extra={"requestBody": {"required": True, **_ARCHIVE_BODY}},
+)
 async def import_(scope: ScopeDep, request: Request) -> dict[str, Any]:
     """Import an archive (the body, as `GET /v1/export` gave it) into the tenant: all of it
     or nothing (422 naming what is wrong with it); twice is once. Answers what was inserted,
