@@ -57,13 +57,25 @@ def export(
     provenance, tasks, cron reports; a manifest with counts and a SHA-256 last). The
     archive is plaintext: keep it as secret as the database."""
     from continuum.config import get_settings
-    from continuum.portability.exporting import Export, ExportRefused, check_exportable, count
+    from continuum.portability.exporting import ExportRefused, check_exportable
+    from continuum.sealing.envelope import SealBroken
 
     try:
         get_settings().check_namespace(namespace)
         check_exportable(namespace, plaintext=plaintext)
     except (ValueError, ExportRefused) as exc:
         fail(str(exc))
+    try:
+        _export(namespace, user, output)
+    except SealBroken as exc:
+        fail(
+            f"{exc}: export stopped (an archive cut short has no manifest, and import refuses it); restore or delete the row"
+        )
+
+
+def _export(namespace: str, user: str | None, output: Path | None) -> None:
+    from continuum.portability.exporting import Export, count
+
     with _bar() as bar:
         task = bar.add_task("export", total=count(namespace, user))
         archive = Export(namespace, user, lambda n: bar.advance(task, n))
@@ -73,9 +85,13 @@ def export(
             sys.stdout.buffer.flush()
         else:
             partial = output.with_name(output.name + ".partial")  # never a complete-looking half
-            with partial.open("wb") as out:
-                for chunk in archive.chunks():
-                    out.write(chunk)
+            try:
+                with partial.open("wb") as out:
+                    for chunk in archive.chunks():
+                        out.write(chunk)
+            except BaseException:
+                partial.unlink(missing_ok=True)
+                raise
             os.replace(partial, output)
     if output is not None and archive.manifest is not None:
         counts = ", ".join(f"{n:,} {kind}s" for kind, n in archive.manifest.counts.items())

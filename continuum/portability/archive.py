@@ -330,15 +330,18 @@ def validate(lines: Iterable[bytes]) -> tuple[Header, Manifest]:
     header: Header | None = None
     manifest: Manifest | None = None
 
+    last: list[bytes] = []  # the line read last: hashed once another follows it
+
     def hashed(lines: Iterable[bytes]) -> Iterator[bytes]:
         for raw in lines:
-            if manifest is not None:
-                raise ArchiveRefused("the manifest is not the last line: the archive is damaged")
-            if not raw.startswith(b'{"counts":'):  # the manifest (canonical: counts first)
-                digest.update(raw)
+            if last:
+                digest.update(last.pop())
+            last.append(raw)
             yield raw
 
     for number, item in enumerate(records(hashed(lines)), start=1):
+        if manifest is not None:
+            raise ArchiveRefused(f"line {number} follows the manifest: the archive is damaged")
         if isinstance(item, Header):
             header = item
         elif isinstance(item, Manifest):

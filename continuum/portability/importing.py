@@ -29,7 +29,7 @@ import logging
 import re
 import uuid
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any, Protocol
 
@@ -200,7 +200,14 @@ class _Importer:
         self.report.skipped[kind] += len(batch) - len(allowed)
         if not allowed:
             return
-        inserted = getattr(self, f"_{kind}s")(allowed)
+        writers: dict[str, Callable[[Any], int]] = {
+            "session": self._sessions,
+            "message": self._messages,
+            "memory": self._memories,
+            "task": self._tasks,
+            "cron_report": self._cron_reports,
+        }
+        inserted = writers[kind](allowed)
         self.report.inserted[kind] += inserted
         self.report.existing[kind] += len(allowed) - inserted
 
@@ -239,8 +246,10 @@ class _Importer:
 
     def _memories(self, batch: Sequence[MemoryRecord]) -> int:
         keys = {record.ref: self._memory_key(record) for record in batch}
-        found: dict[str, int] = {}
         ordered = sorted(set(keys.values()))
+        if len(ordered) != len(keys):
+            raise ArchiveRefused("two memories of the archive have one idempotency key")
+        found: dict[str, int] = {}
         for start in range(0, len(ordered), BATCH):
             chunk = ordered[start : start + BATCH]
             found.update(

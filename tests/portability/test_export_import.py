@@ -72,7 +72,7 @@ def _round_trip(namespace: str, fresh: str, tmp_path: Any, *export_flags: str) -
     assert all(manifest.counts[kind] for kind in RECORD_TYPES), manifest.counts
     memories = [r for r in _records(archive) if r["type"] == "memory"]
     assert any(r["superseded_by"] for r in memories), "a supersession chain is exported"
-    assert any(r["source_message_ids"] and r["trigger"] == "turn" for r in memories)
+    assert any(r["source_message_ids"] and r["kind"] != "fact" for r in memories)
     path = tmp_path / "tenant.jsonl"
     path.write_bytes(archive)
 
