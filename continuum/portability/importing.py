@@ -252,13 +252,12 @@ class _Importer:
         found: dict[str, int] = {}
         for start in range(0, len(ordered), BATCH):
             chunk = ordered[start : start + BATCH]
-            found.update(
-                self.db.execute(
-                    select(Memory.idempotency_key, Memory.id).where(
-                        Memory.namespace == self.namespace, Memory.idempotency_key.in_(chunk)
-                    )
-                ).tuples()
+            there = self.db.execute(
+                select(Memory.idempotency_key, Memory.id).where(
+                    Memory.namespace == self.namespace, Memory.idempotency_key.in_(chunk)
+                )
             )
+            found.update((key, row_id) for key, row_id in there)
         new = [record for record in batch if keys[record.ref] not in found]
         drawn = sorted(allocate_ids(self.db, Memory, len(new)))  # archive order is id order
         ids = {record.ref: found[keys[record.ref]] for record in batch if keys[record.ref] in found}
@@ -325,11 +324,12 @@ class _Importer:
 
     def _tasks(self, batch: Sequence[TaskRecord]) -> int:
         wanted = {record.task_id: record for record in batch}
-        held = dict(
-            self.db.execute(
+        held = {
+            task_id: namespace
+            for task_id, namespace in self.db.execute(
                 select(UserTask.task_id, UserTask.namespace).where(UserTask.task_id.in_(wanted))
-            ).tuples()
-        )
+            )
+        }
         ids = {
             task_id: task_id
             if held.get(task_id, self.namespace) == self.namespace

@@ -63,7 +63,7 @@ def add_every_kind(namespace: str) -> None:
     """A memory superseded by its newer version, a document, a task and a cron report."""
     tools = MemoryTools(namespace, user_id=USER, provenance="user_explicit")
     tools.store_memory(memory_type="fact", key="garden_gate", value=f"{GATE}4411")
-    tools.update_memory(existing_key="garden_gate", new_value=GATE_CODE.removeprefix(GATE))
+    tools.update_memory(existing_key="garden_gate", new_value=GATE_CODE)
     put_document(namespace, ("notes", "garden"), "lights", {"brand": "Hue", "lamps": 4},
                  "garden lights from Hue", user_id=USER)  # fmt: skip
     create_task(namespace, "Order the garden lights", user_id=USER,
