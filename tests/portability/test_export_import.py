@@ -202,3 +202,23 @@ def test_one_users_export_holds_their_rows_only(db: Any) -> None:
     assert not [
         r for r in records if r.get("session_id") == "pearl-voice-0" and r["type"] != "memory"
     ]
+
+
+def test_the_targets_rules_hold_a_private_tenant_gets_no_turns_a_forgotten_user_nothing(
+    db: Any, settings_env: Any
+) -> None:
+    from continuum.security.forget import forget_user
+
+    seed("pearl")
+    add_every_kind("pearl")
+    archive = _archive("pearl")
+    settings_env(private_namespaces="hushed")
+    hushed = import_archive(io.BytesIO(archive), "hushed")
+    assert (hushed.inserted["message"], hushed.skipped["message"]) == (0, 60)
+    assert hushed.inserted["memory"] > 0 and not _column("hushed", "messages", "*")
+
+    forget_user("gone", USER)
+    gone = import_archive(io.BytesIO(archive), "gone")
+    assert gone.inserted["cron_report"] == 4  # the tenant's, no user's
+    assert sum(gone.inserted.values()) == 4 and gone.skipped["message"] == 60
+    assert all(not _column("gone", table, "*") for table in ("messages", "memories", "tasks"))
