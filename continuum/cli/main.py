@@ -18,6 +18,7 @@ from continuum.cli import (
     events,
     memory,
     messages,
+    portability,
     processes,
     recall,
     runtimes,
@@ -49,6 +50,7 @@ for module in (
     runtimes,
     usage,
     workspace,
+    portability,
 ):
     app.add_typer(module.app)
 

@@ -81,7 +81,8 @@ def _tags(path: Path) -> list[str]:
     return [PATH_TAG + joined(path), *(prefix_tag(path[: i + 1]) for i in range(len(path)))]
 
 
-def _locator(namespace: str, path: Path, key: str) -> str:
+def locator(namespace: str, path: Path, key: str) -> str:
+    """The document's idempotency key in `namespace` (keyed for an encrypted tenant)."""
     digest = hashlib.sha256(json.dumps([list(path), key]).encode()).hexdigest()
     return stored_digest(namespace, f"{KIND}:{digest}")
 
@@ -160,7 +161,7 @@ def put_document(
                 metrics.incr_on_commit(db, metrics.SECRETS_REDACTED, in_value + in_text)
         content = (text or "")[:MAX_TEXT_CHARS]
         stored = {"path": list(path), "key": key, "value": value, "indexed": text is not None}
-        locator = _locator(namespace, path, key)
+        found_by = locator(namespace, path, key)
         columns = {
             "user_id": user_id,
             "tags": _tags(path),
@@ -176,7 +177,7 @@ def put_document(
                 "details": seal_details(namespace, user_id, {"document": stored}, row_id),
             }
 
-        row = _write(db, namespace, locator, sealed)
+        row = _write(db, namespace, found_by, sealed)
         db.add(MemoryLog(namespace=namespace, action="write", memory_id=row.id,
                          trigger=TRIGGER, details={"kind": KIND}))  # fmt: skip
     return Document(
@@ -235,7 +236,7 @@ def _at(db: DbSession, namespace: str, path: Path, key: str) -> Memory | None:
     return db.scalars(
         select(Memory).where(
             Memory.namespace == namespace,
-            Memory.idempotency_key == _locator(namespace, path, key),
+            Memory.idempotency_key == locator(namespace, path, key),
             Memory.status == "active",
         )
     ).first()
@@ -254,7 +255,7 @@ def delete_document(namespace: str, path: Path, key: str) -> bool:
             delete(Memory)
             .where(
                 Memory.namespace == namespace,
-                Memory.idempotency_key == _locator(namespace, path, key),
+                Memory.idempotency_key == locator(namespace, path, key),
             )
             .returning(Memory.id)
         ).all()

@@ -43,8 +43,8 @@ def _param(value: Any) -> Any:
 
 @dataclass(frozen=True)
 class Call(Generic[T]):
-    """One request: method, path (relative to the base URL), query, JSON body, and how its
-    answer is read. `absent`: a 404 answers None instead of raising `NotFound`."""
+    """One request: method, path (relative to the base URL), query, body, and how its answer
+    is read. `absent`: a 404 answers None instead of raising `NotFound`."""
 
     method: str
     path: str
@@ -53,6 +53,13 @@ class Call(Generic[T]):
     body: Any = None
     absent: bool = False
     text: bool = False  # the answer is text (Prometheus metrics), not JSON
+    content: bytes | None = None  # a body sent as it is (an archive), instead of `body`
+
+    def payload(self) -> dict[str, Any]:
+        """The request's body: JSON, or `content` as JSON Lines."""
+        if self.content is None:
+            return {"json": self.body}
+        return {"content": self.content, "headers": {"Content-Type": "application/x-ndjson"}}
 
     def query(self, instance: str | None) -> dict[str, Any] | None:
         """The query parameters to send: set ones only, with the client's instance."""

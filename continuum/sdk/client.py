@@ -136,6 +136,8 @@ class _Routes:
     settle_conflict = _Endpoint(routes.settle_conflict)
     status = _Endpoint(routes.status)
     forget_user = _Endpoint(routes.forget_user)
+    export_archive = _Endpoint(routes.export_archive)
+    import_archive = _Endpoint(routes.import_archive)
     preferences = _Listing(routes.preferences)
     preference = _Endpoint(routes.preference)
     set_preference = _Endpoint(routes.set_preference)
@@ -191,7 +193,7 @@ class Client(_Routes):
         while True:
             try:
                 response = self.http.request(
-                    call.method, call.path, params=call.query(self.instance), json=call.body
+                    call.method, call.path, params=call.query(self.instance), **call.payload()
                 )
             except RETRIED_FAILURES as exc:
                 wait = self.retries.wait(attempt, None)
@@ -240,7 +242,7 @@ class AsyncClient(_Routes):
         while True:
             try:
                 response = await self.http.request(
-                    call.method, call.path, params=call.query(self.instance), json=call.body
+                    call.method, call.path, params=call.query(self.instance), **call.payload()
                 )
             except RETRIED_FAILURES as exc:
                 wait = self.retries.wait(attempt, None)

@@ -134,6 +134,18 @@ class ForgetReport(Model):
     complete: bool
 
 
+class ImportReport(Model):
+    """What an import did, per record type (session, message, memory, task, cron_report)."""
+
+    namespace: str
+    source: str
+    user: str | None
+    records: int
+    inserted: dict[str, int]
+    existing: dict[str, int]
+    skipped: dict[str, int]
+
+
 class Preference(Model):
     memory_id: int
     user_id: str | None

@@ -25,6 +25,7 @@ from continuum.sdk.models import (
     Document,
     Enqueued,
     ForgetReport,
+    ImportReport,
     Me,
     Memory,
     MemoryKind,
@@ -323,6 +324,22 @@ def status() -> Call[dict[str, Any]]:
 def forget_user(user_id: str) -> Call[ForgetReport]:
     """Forget a user everywhere; answers the verification report."""
     return Call("POST", "/v1/forget", parse(ForgetReport), body={"user_id": user_id})
+
+
+@route("GET", "/v1/export")
+def export_archive(user_id: str | None = None, *, plaintext: bool = False) -> Call[str]:
+    """The tenant's archive (JSON Lines; only `user_id`'s rows if given). An encrypted
+    tenant's needs `plaintext=True`: the archive holds its text opened."""
+    params = {"user_id": user_id, "plaintext": plaintext or None}
+    return Call("GET", "/v1/export", str, params=params, text=True)
+
+
+@route("POST", "/v1/import")
+def import_archive(archive: str | bytes) -> Call[ImportReport]:
+    """Import an archive into the tenant: all of it or nothing, twice is once; answers what
+    was inserted, already there or not written, per record type."""
+    content = archive.encode() if isinstance(archive, str) else archive
+    return Call("POST", "/v1/import", parse(ImportReport), content=content)
 
 
 @route("GET", "/v1/preferences")

@@ -57,6 +57,8 @@ COMMANDS = {
     "forget": None,
     "keys": {"rotate"},
     "workspace": {"show"},
+    "export": None,
+    "import": None,
     "api": None,
     "openapi": None,
     "tokens": {"create", "list", "revoke"},

@@ -4,7 +4,7 @@
 // iterator that follows each page's `next` link).
 
 import type { components, paths } from "./schema.js";
-import { type ClientOptions, type Query, Transport } from "./http.js";
+import { type ClientOptions, type Query, RawBody, Transport } from "./http.js";
 
 export type Schemas = components["schemas"];
 
@@ -283,6 +283,22 @@ export class Continuum {
     query?: QueryParams<"/v1/forget", "post">,
   ): Promise<Result<"/v1/forget", "post">> {
     return this.transport.request("POST", "/v1/forget", (query ?? {}) as Query, { user_id: userId });
+  }
+
+  /** The namespace's archive, JSON Lines (only `user_id`'s rows if given); an encrypted
+   * tenant's needs `plaintext: true`, since the archive holds its text opened. */
+  exportArchive(query?: QueryParams<"/v1/export">): Promise<string> {
+    return this.transport.request("GET", "/v1/export", (query ?? {}) as Query);
+  }
+
+  /** Import an archive (as `exportArchive` gave it) into the namespace: all of it or
+   * nothing (a damaged or newer-version archive is refused, 422), twice is once. */
+  importArchive(
+    archive: string,
+    query?: QueryParams<"/v1/import", "post">,
+  ): Promise<Result<"/v1/import", "post">> {
+    const body = new RawBody(archive, "application/x-ndjson");
+    return this.transport.request("POST", "/v1/import", (query ?? {}) as Query, body);
   }
 
   /** Prometheus metrics, as text (aggregate numbers only; no token needed). */

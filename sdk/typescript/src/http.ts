@@ -48,13 +48,21 @@ export function retryAfterSeconds(header: string | null, now: number = Date.now(
   return Number.isNaN(at) ? undefined : Math.max(0, (at - now) / 1000);
 }
 
+/** A request body sent as it is (an archive), not as JSON. */
+export class RawBody {
+  constructor(
+    readonly text: string,
+    readonly contentType: string,
+  ) {}
+}
+
 async function readBody(response: Response): Promise<unknown> {
   const text = await response.text();
   if (!text) {
     return null;
   }
   const type = response.headers.get("content-type") ?? "";
-  if (!type.includes("json")) {
+  if (!type.includes("json") || type.includes("ndjson")) {
     return text;
   }
   try {
@@ -132,9 +140,10 @@ export class Transport {
       accept: "application/json",
     };
     if (body !== undefined) {
-      headers["content-type"] = "application/json";
+      headers["content-type"] = body instanceof RawBody ? body.contentType : "application/json";
     }
-    const payload = body === undefined ? undefined : JSON.stringify(body);
+    const payload =
+      body === undefined ? undefined : body instanceof RawBody ? body.text : JSON.stringify(body);
     const label = `${method} ${url.pathname}`;
     for (let attempt = 0; ; attempt += 1) {
       const response = await this.options.fetch(url, {

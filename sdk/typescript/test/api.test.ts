@@ -259,6 +259,19 @@ describe("the client against the live API", { skip: skipLive }, () => {
     assert.match(await api.metrics(), /^# HELP continuum_/m);
   });
 
+  it("exports the namespace and imports the archive back: twice is once", async () => {
+    const archive = await api.exportArchive();
+    const lines = archive.trimEnd().split("\n");
+    assert.equal(JSON.parse(lines[0] ?? "").type, "header");
+    assert.equal(JSON.parse(lines.at(-1) ?? "").type, "manifest");
+    const report = await api.importArchive(archive);
+    assert.equal(report.namespace, live.namespace);
+    assert.deepEqual(report.inserted, { session: 0, message: 0, memory: 0, task: 0, cron_report: 0 });
+    const cut = await refused(api.importArchive(lines.slice(0, -1).join("\n") + "\n"));
+    assert.equal(cut.status, 422);
+    assert.match(JSON.stringify(cut.body), /truncated/);
+  });
+
   it("forgets a user everywhere", async () => {
     const report = await api.forgetUser(USER);
     assert.equal(report.complete, true);
