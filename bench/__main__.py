@@ -11,6 +11,7 @@ import argparse
 import importlib
 import os
 import time
+from pathlib import Path
 
 from bench.common import BENCH_HOME, Options, bench_servers, console, save
 from continuum.dev.embedded import EmbeddedServers
@@ -22,6 +23,7 @@ SECTIONS = {  # in the order they run
     "sync": "sync_backfill",
     "recall": "recall_bench",
     "api": "api_bench",
+    "freshness": "freshness_bench",
     "consolidation": "consolidation_bench",
     "encryption": "encryption_bench",
     "cli": "cli_bench",
@@ -38,8 +40,15 @@ def main() -> None:
     parser.add_argument(
         "--only", choices=sorted(SECTIONS), action="append", help="run these sections alone"
     )
+    parser.add_argument(
+        "--against",
+        type=Path,
+        metavar="CHECKOUT",
+        help="api: also serve the API of this older checkout (e.g. `git worktree add "
+        "/tmp/fb0ab53 fb0ab53`) on the same data, and compare (see bench/api_bench.py)",
+    )
     args = parser.parse_args()
-    options = Options(quick=args.quick, million=args.million)
+    options = Options(quick=args.quick, million=args.million, against=args.against)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     started = time.perf_counter()
     sections = []

@@ -1,13 +1,32 @@
 """The read plane under concurrency: `GET /v1/search` and `GET /v1/context` against a real
-`continuum api` process (its default workers for this machine), driven over HTTP by 1, 4 and
-16 clients in closed loop (req/s, p50, p95 per level), beside the same calls made in-process
-on one thread. The tenant is the synthetic long conversation, ingested through the real
-pipeline and embedded with the real model; the queries are its questions plus everyday ones,
-each client walking them in its own order, so no client ever repeats a query back-to-back.
+`continuum api` process (its default workers and threads for this machine), driven over HTTP
+by 1, 4, 16 and 64 clients in closed loop (req/s, p50, p95 per level), beside the same calls
+made in-process on one thread and the query embedding alone. The tenant is the synthetic
+long conversation, ingested through the real pipeline and embedded with the real model; the
+queries are its questions plus everyday ones, each client walking them in its own order, so
+no client ever repeats a query back-to-back.
 
 Also reported: the CPU time per request of the API's processes and of Postgres at each
-level, beside the in-process call's, and how many cores the whole machine kept busy (other
-work on a shared machine shows there): together they say how far the cores can go at all.
+level (and their sum), beside the in-process call's, and how many cores the whole machine
+kept busy (other work on a shared machine shows there); how many queries one encode of the
+query embedding served with 16 concurrent in-process callers; and the issue's done-when
+lines, PASS or FAIL, from this run's figures alone:
+
+- 16-client context throughput ≥ 1.8 × 1 client's;
+- 16-client context p95 ≤ 1.25 × 16 ÷ its throughput (no queueing beyond a fair share);
+- with `--against`, context CPU per request at 16 clients (API + Postgres) ≤ 0.6 × the
+  older checkout's.
+
+Comparing with an older checkout, on the same machine, data and driver:
+
+    git worktree add /tmp/fb0ab53 fb0ab53
+    python -m bench --only api --against /tmp/fb0ab53
+    git worktree remove /tmp/fb0ab53
+
+The older tree's `continuum api` is started from its own directory with PYTHONPATH on it, so
+it runs its own code (with its own default workers) on the database this run prepared
+(migrated by this tree: later migrations only add); this process never imports it. Each
+level runs on both servers back to back, ours first, so machine load falls on both alike.
 """
 
 from __future__ import annotations
@@ -15,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,14 +44,14 @@ from typing import Any
 import httpx
 import psutil
 
-from bench.common import BENCH_HOME, Options, Section, percentile
+from bench.common import BENCH_HOME, Options, Section, console, percentile
 from bench.longconv import generate
 from bench.recall_bench import load
 from continuum.dev.embedded import free_port
-from continuum.processes import spawn, stop
+from continuum.processes import child_env, spawn, stop
 
 USER = "maya"
-CLIENTS = (1, 4, 16)
+CLIENTS = (1, 4, 16, 64)
 EVERYDAY = [
     "what did we say about the holiday plans",
     "anything about my sister lately",
@@ -43,6 +63,10 @@ EVERYDAY = [
     "what do I need to do before October",
 ]
 LIMIT = 10  # search hits per page
+SCALING = 1.8  # done when: 16 clients' context throughput ≥ this × one client's
+FAIR_SHARE = 1.25  # done when: 16 clients' p95 ≤ this × 16 ÷ their throughput
+CPU_CUT = 0.6  # done when: context CPU per request at 16 clients ≤ this × the older tree's
+CONCURRENT = 16  # the level the done-when lines read
 
 
 @dataclass(frozen=True)
@@ -66,6 +90,11 @@ class Load:
 
     def per_request_ms(self, cpu_s: float) -> float:
         return 1000 * cpu_s / len(self.latencies_ms)
+
+    @property
+    def served_ms(self) -> float:
+        """CPU per request of the API and Postgres together."""
+        return self.per_request_ms(self.cpu_s + self.postgres_s)
 
     @property
     def note(self) -> str:
@@ -141,17 +170,40 @@ def _measured(api: Meter, postgres: Meter, work: Callable[[], list[float]]) -> L
     )  # fmt: skip
 
 
-def _in_process(call: Callable[[str], Any], queries: list[str], seconds: float) -> list[float]:
-    """One thread calling `call` back-to-back for `seconds`, through `queries` in order."""
-    latencies = []
-    deadline = time.perf_counter() + seconds
-    n = 0
+def _closed_loop(
+    call: Callable[[str], Any], queries: list[str], deadline: float, first: int, into: list[float]
+) -> None:
+    """Call `call` back-to-back until `deadline` (perf_counter), through `queries` in order
+    from the `first`, each latency appended to `into`."""
+    n = first
     while time.perf_counter() < deadline:
         query = queries[n % len(queries)]
         n += 1
         started = time.perf_counter()
         call(query)
-        latencies.append((time.perf_counter() - started) * 1000)
+        into.append((time.perf_counter() - started) * 1000)
+
+
+def _in_process(call: Callable[[str], Any], queries: list[str], seconds: float) -> list[float]:
+    """One thread calling `call` back-to-back for `seconds`, through `queries` in order."""
+    latencies: list[float] = []
+    _closed_loop(call, queries, time.perf_counter() + seconds, 0, latencies)
+    return latencies
+
+
+def _threads(call: Callable[[str], Any], queries: list[str], seconds: float) -> list[float]:
+    """CONCURRENT threads of this process in closed loop for `seconds`, as `_drive`'s
+    clients walk the queries."""
+    latencies: list[float] = []
+    deadline = time.perf_counter() + seconds
+    threads = [
+        threading.Thread(target=_closed_loop, args=(call, queries, deadline, i * 7, latencies))
+        for i in range(CONCURRENT)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
     return latencies
 
 
@@ -159,12 +211,16 @@ def _postmaster_pid() -> int:
     return int((BENCH_HOME / "pg" / "postmaster.pid").read_text().split()[0])
 
 
-def serve(log_dir: Path, port: int | None = None) -> tuple[Any, str]:
+def serve(log_dir: Path, port: int | None = None, checkout: Path | None = None) -> tuple[Any, str]:
     """`continuum api` with its defaults on `port` (default: a free one), log appended to
-    `log_dir/api.log`; returns (process, base URL) once it answers."""
+    `log_dir/api.log`; returns (process, base URL) once it answers. With `checkout`, that
+    tree's code serves (started in it, PYTHONPATH on it alone)."""
     port = port or free_port()
     argv = [sys.executable, "-m", "continuum.cli.main", "api", "--port", str(port)]
-    proc = spawn(argv, log_dir / "api.log")
+    env = child_env()
+    if checkout is not None:
+        env["PYTHONPATH"] = str(checkout.resolve())
+    proc = spawn(argv, log_dir / "api.log", env, cwd=checkout)
     base_url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -180,8 +236,41 @@ def serve(log_dir: Path, port: int | None = None) -> tuple[Any, str]:
     raise RuntimeError(f"continuum api did not answer within 120 s: see {log_dir}/api.log")
 
 
+@dataclass(frozen=True)
+class Embedding:
+    """The query embedding alone: a lone query's latency and CPU, and what each query of
+    CONCURRENT concurrent ones cost, with how many queries an encode served."""
+
+    lone_ms: float
+    lone_cpu_ms: float
+    concurrent_cpu_ms: float
+    per_encode: float
+
+
+def _embedding(queries: list[str], seconds: float) -> Embedding:
+    from continuum.inference.embedding import embed_query_soon, query_batching
+
+    def embed(query: str) -> None:
+        future = embed_query_soon(query)
+        assert future is not None, "the api bench needs embeddings (CONTINUUM_EMBEDDING_PROVIDER)"
+        future.result()
+
+    me = Meter(psutil.Process(), tree=False)
+    lone = _measured(me, me, lambda: _in_process(embed, queries, seconds))
+    before = query_batching()
+    together = _measured(me, me, lambda: _threads(embed, queries, seconds))
+    embedded, encodes = (now - then for now, then in zip(query_batching(), before, strict=True))
+    return Embedding(lone.p(0.5), lone.per_request_ms(lone.cpu_s),
+                     together.per_request_ms(together.cpu_s), embedded / max(encodes, 1))  # fmt: skip
+
+
+def _verdict(ok: bool) -> str:
+    return "PASS" if ok else "FAIL"
+
+
 def run(urls: dict[str, str], options: Options) -> list[Section]:
     from continuum.config import get_settings
+    from continuum.inference.embedding import query_batching
     from continuum.recall.context import context
     from continuum.recall.scope import SearchFilters
     from continuum.recall.search import search
@@ -202,59 +291,105 @@ def run(urls: dict[str, str], options: Options) -> list[Section]:
     for call in calls.values():  # the model and the pools, warm
         call(queries[0])
     postgres = Meter(psutil.Process(_postmaster_pid()))
+    me = Meter(psutil.Process(), tree=False)
     local = {
-        name: _measured(
-            Meter(psutil.Process(), tree=False),
-            postgres,
-            lambda call=call: _in_process(call, queries, seconds),
-        )
+        name: _measured(me, postgres, lambda call=call: _in_process(call, queries, seconds))
         for name, call in calls.items()
     }
+    before = query_batching()
+    threaded = _measured(me, postgres, lambda: _threads(calls["context"], queries, seconds))
+    embedded, encodes = (now - then for now, then in zip(query_batching(), before, strict=True))
+    embedding = _embedding(queries, seconds)
+    servers: dict[str, Path | None] = {"ours": None}
+    if options.against is not None:
+        servers["theirs"] = options.against
+    loads: dict[tuple[str, str, int], Load] = {}
     with tempfile.TemporaryDirectory() as directory:
-        proc, base_url = serve(Path(directory))
-        api = Meter(psutil.Process(proc.pid))
-
-        def drive(endpoint: str, clients: int, seconds: float) -> list[float]:
-            return asyncio.run(_drive(base_url, token, endpoint, queries, clients, seconds))
-
+        running = {}
         try:
+            for name, checkout in servers.items():
+                running[name] = serve(Path(directory) / name, checkout=checkout)
             for endpoint in calls:  # every worker loads the model before anything is timed
-                drive(endpoint, max(CLIENTS), 3.0)
-            loads = {
-                (endpoint, clients): _measured(
-                    api, postgres, lambda e=endpoint, c=clients: drive(e, c, seconds)
-                )
-                for endpoint in calls
-                for clients in CLIENTS
-            }
+                for _, base_url in running.values():
+                    asyncio.run(_drive(base_url, token, endpoint, queries, max(CLIENTS), 3.0))
+            for endpoint in calls:
+                for clients in CLIENTS:
+                    for name, (proc, base_url) in running.items():
+                        loads[(name, endpoint, clients)] = _measured(
+                            Meter(psutil.Process(proc.pid)),
+                            postgres,
+                            lambda u=base_url, e=endpoint, c=clients: asyncio.run(
+                                _drive(u, token, e, queries, c, seconds)
+                            ),
+                        )
         finally:
-            stop(proc)
+            for proc, _ in running.values():
+                stop(proc)
+    settings = get_settings()
     section = Section(
-        f"API under concurrency: `continuum api` with {get_settings().api_workers} workers "
-        f"({len(conv.events)} turns, {len(queries)} queries, {seconds:g}s per level, "
-        "closed loop)"
+        f"API under concurrency: `continuum api` with {settings.api_workers} workers of "
+        f"{settings.api_threads} threads ({len(conv.events)} turns, {len(queries)} queries, "
+        f"{seconds:g}s per level, closed loop; machine load: see each row's note)"
     )
     for endpoint in calls:
         base = local[endpoint]
         base_note = f"in-process, one thread; {base.note}"
         for clients in CLIENTS:
-            got = loads[(endpoint, clients)]
+            got = loads[("ours", endpoint, clients)]
             section.add(f"{endpoint} req/s, {clients} clients", got.rate, base.rate, "req/s",
                         f"{base_note} (ours: {got.note})")  # fmt: skip
             for q in (0.5, 0.95):
                 section.add(f"{endpoint} p{round(q * 100)}, {clients} clients", got.p(q),
                             base.p(q), "ms", base_note, higher_is_better=False)  # fmt: skip
             for what, ours, theirs in (
-                ("API", got.cpu_s, base.cpu_s),
-                ("Postgres", got.postgres_s, base.postgres_s),
-            ):
-                section.add(f"{endpoint} {what} CPU/request, {clients} clients",
-                            got.per_request_ms(ours), base.per_request_ms(theirs), "ms",
-                            f"in-process call's (HTTP clients: "
+                ("API", got.per_request_ms(got.cpu_s), base.per_request_ms(base.cpu_s)),
+                ("Postgres", got.per_request_ms(got.postgres_s),
+                 base.per_request_ms(base.postgres_s)),
+                ("API + Postgres", got.served_ms, base.served_ms),
+            ):  # fmt: skip
+                section.add(f"{endpoint} {what} CPU/request, {clients} clients", ours, theirs,
+                            "ms", f"in-process call's (HTTP clients: "
                             f"{got.per_request_ms(got.client_s):.1f} ms/request)",
                             higher_is_better=False)  # fmt: skip
-    single, sixteen = loads[("context", 1)], loads[("context", max(CLIENTS))]
-    section.add(f"context p95, {max(CLIENTS)} clients", sixteen.p(0.95), single.p(0.95), "ms",
-                "1 client's p95 (target: ratio ≥ 0.33, within 3×)",
+            old = loads.get(("theirs", endpoint, clients))
+            if old is not None:
+                section.add(f"{endpoint} req/s, {clients} clients, vs --against", got.rate,
+                            old.rate, "req/s", f"{options.against}'s API, same level")  # fmt: skip
+                section.add(f"{endpoint} p95, {clients} clients, vs --against", got.p(0.95),
+                            old.p(0.95), "ms", f"{options.against}'s API, same level",
+                            higher_is_better=False)  # fmt: skip
+                section.add(f"{endpoint} API + Postgres CPU/request, {clients} clients, "
+                            "vs --against", got.served_ms, old.served_ms, "ms",
+                            f"{options.against}'s API, same level ({old.note})",
+                            higher_is_better=False)  # fmt: skip
+    section.add("query embedding alone, p50", embedding.lone_ms, None, "ms",
+                "one query at a time, on the query thread")  # fmt: skip
+    section.add(f"query embedding CPU/query, {CONCURRENT} concurrent", embedding.concurrent_cpu_ms,
+                embedding.lone_cpu_ms, "ms", "one query at a time",
                 higher_is_better=False)  # fmt: skip
+    section.add(f"queries per encode, {CONCURRENT} concurrent embeddings", embedding.per_encode,
+                1.0, "queries", "one query per encode")  # fmt: skip
+    section.add(f"queries per encode, {CONCURRENT} in-process context threads",
+                embedded / max(encodes, 1), 1.0, "queries",
+                f"one query per encode ({threaded.rate:.1f} req/s, "
+                f"p95 {threaded.p(0.95):.0f} ms)")  # fmt: skip
+    single, many = loads[("ours", "context", 1)], loads[("ours", "context", CONCURRENT)]
+    fair = FAIR_SHARE * CONCURRENT / many.rate * 1000
+    scaling = many.rate / single.rate
+    verdicts = [
+        (f"context throughput, {CONCURRENT} ÷ 1 client", scaling, "×", scaling >= SCALING,
+         f"target ≥ {SCALING}"),
+        (f"context p95, {CONCURRENT} clients, vs {FAIR_SHARE} × {CONCURRENT} ÷ throughput",
+         many.p(0.95), "ms", many.p(0.95) <= fair, f"target ≤ {fair:.0f} ms"),
+    ]  # fmt: skip
+    old_many = loads.get(("theirs", "context", CONCURRENT))
+    if old_many is not None:
+        share = many.served_ms / old_many.served_ms
+        verdicts.append((f"context API + Postgres CPU/request, {CONCURRENT} clients, "
+                         "÷ --against's", share, "×", share <= CPU_CUT,
+                         f"target ≤ {CPU_CUT} ({many.served_ms:.1f} vs "
+                         f"{old_many.served_ms:.1f} ms)"))  # fmt: skip
+    for metric, ours, unit, ok, note in verdicts:
+        section.add(f"done when: {metric}", ours, None, unit, f"{_verdict(ok)}: {note}")
+        console.print(f"{_verdict(ok)} {metric}: {ours:.2f} {unit} ({note})")
     return [section]

@@ -102,6 +102,7 @@ class Options:
 
     quick: bool = False  # smaller corpora, for a smoke run
     million: bool = False  # recall latency at 1M memories too (~9 min to generate and index them)
+    against: Path | None = None  # an older checkout whose API the api section measures too
 
 
 @dataclass

@@ -122,6 +122,24 @@ class Settings(BaseSettings):
         description="`continuum api` worker processes (default: one per CPU this process may "
         "use, container limits included).",
     )
+    api_threads: int = Field(
+        default=40,
+        ge=1,
+        description="Threads of each `continuum api` worker process running the synchronous "
+        "routes (search, context, listings): requests beyond them wait their turn.",
+    )
+    db_pool_size: int = Field(
+        default=5,
+        ge=1,
+        description="Postgres connections each process keeps open (plus as many again when busy).",
+    )
+    api_token_cache_s: float = Field(
+        default=60.0,
+        ge=0,
+        description="How long an API process trusts a token it has checked without asking "
+        "Postgres again (a revocation through `continuum tokens revoke` still counts at once; "
+        "0: ask every request).",
+    )
 
     llm_base_url: str | None = None
     llm_model: str = "gpt-4o-mini"

@@ -135,10 +135,10 @@ def child_env() -> dict[str, str]:
 
 
 def spawn(
-    argv: list[str], log_file: Path, env: dict[str, str] | None = None
+    argv: list[str], log_file: Path, env: dict[str, str] | None = None, cwd: Path | None = None
 ) -> subprocess.Popen[bytes]:
-    """Start a process in its own group (environment `env`, default `child_env()`), output
-    appended to `log_file`."""
+    """Start a process in its own group (environment `env`, default `child_env()`; working
+    directory `cwd`, default ours), output appended to `log_file`."""
     log_file.parent.mkdir(parents=True, exist_ok=True)
     with log_file.open("ab") as out:
         return subprocess.Popen(
@@ -146,6 +146,7 @@ def spawn(
             stdout=out,
             stderr=subprocess.STDOUT,
             env=env or child_env(),
+            cwd=cwd,
             start_new_session=True,
         )
 

@@ -11,6 +11,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import redis
+from anyio import to_thread
 from fastapi import FastAPI, Request, status
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
@@ -39,6 +40,7 @@ from continuum.api.routes import (
     tools,
     ui,
 )
+from continuum.config import get_settings
 from continuum.contract.client import MemoryClient
 from continuum.observability import tracing
 from continuum.redis_client import wait_s
@@ -68,6 +70,8 @@ ROUTERS = (
 
 @asynccontextmanager
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
+    # The synchronous routes run on this pool (CONTINUUM_API_THREADS, docs/api.md).
+    to_thread.current_default_thread_limiter().total_tokens = get_settings().api_threads
     app.state.memory_client = MemoryClient()
     try:
         yield

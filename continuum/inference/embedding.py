@@ -137,6 +137,8 @@ class _QueryBatcher:
         )
         self._lock = threading.Lock()
         self._waiting: list[tuple[str, Future[list[float]]]] = []
+        self.queries = 0  # embedded so far by this process
+        self.encodes = 0  # the encodes that embedded them
 
     def submit(self, embedder: Embedder, query: str) -> Future[list[float]]:
         future: Future[list[float]] = Future()
@@ -153,6 +155,8 @@ class _QueryBatcher:
             batch, self._waiting = self._waiting[:limit], self._waiting[limit:]
         if not batch:
             return
+        self.queries += len(batch)
+        self.encodes += 1
         try:
             vectors = embedder.embed([query for query, _ in batch])
         except BaseException as exc:  # every caller of the batch sees the failure
@@ -171,6 +175,13 @@ def _query_batcher() -> _QueryBatcher:
 # A pool inherited through fork (Celery prefork, API workers) has no thread behind it and
 # would never run what is submitted: each process makes its own.
 os.register_at_fork(after_in_child=_query_batcher.cache_clear)
+
+
+def query_batching() -> tuple[int, int]:
+    """(queries embedded, encodes that embedded them) by this process so far: how well
+    concurrent queries share encodes (the API bench reports it)."""
+    batcher = _query_batcher()
+    return batcher.queries, batcher.encodes
 
 
 def embed_query_soon(query: str) -> Future[list[float]] | None:

@@ -34,6 +34,7 @@ from continuum.domain.kinds import ContextSection, MemoryKind, kind_names
 from continuum.memory.user_tasks import tasks_query
 from continuum.recall.fusion import SearchHit
 from continuum.recall.items import Candidate, RecallConfig
+from continuum.recall.rankings import ranked_together
 from continuum.recall.scope import SearchFilters, owner_clauses, where_sql
 from continuum.sealing.envelope import read_text
 
@@ -53,7 +54,13 @@ def context_scope(user_id: str | None, channel: str | None, config: RecallConfig
 
 _MEMORY_COLUMNS = (  # a memory's channel, else the one its details name
     "id, kind, content, created_at, coalesce(nullif(channel, ''), details->>'channel') AS channel,"
-    " importance, session_id, source_message_ids"
+    " importance, session_id, source_message_ids, status, private"
+)
+# A channel's rows in the ranked rows' shape (`rankings.FIELDS`, no signal), so they can
+# ride with a search's ranking statement (`rankings.ranked_together`).
+_AS_RANKED = (
+    "m.id, m.content, m.created_at, m.session_id, m.channel, m.kind, m.importance::int AS "
+    "importance, m.source_message_ids, m.status, m.private, NULL::float8 AS signal"
 )
 
 
@@ -111,16 +118,16 @@ def memory_channels(config: RecallConfig) -> list[MemoryChannel]:
     ]  # fmt: skip
 
 
-def memory_candidates(
-    db: DbSession,
+def memory_channel_sql(
     namespace: str,
     scope: SearchFilters,
     channels: list[MemoryChannel],
     now: datetime,
     config: RecallConfig,
-) -> list[list[Candidate]]:
-    """Each channel's memories, all read in one statement (one round trip for the block's
-    sections)."""
+) -> tuple[dict[str, str], dict[str, Any]]:
+    """Each channel's SELECT, tagged `section<i>` and in the ranked rows' shape, with the
+    parameters they take: parts of one statement (`rankings.ranked_together`), alone or
+    riding with a search's."""
     params: dict[str, Any] = {
         "ns": namespace,
         "imin": config.importance_min,
@@ -128,7 +135,7 @@ def memory_candidates(
     }
     scoped = where_sql("memory", scope, params, owners=False)
     owners = owner_clauses(scope, params)
-    selects = []
+    selects = {}
     for i, channel in enumerate(channels):
         params[f"limit{i}"], params[f"wanted{i}"] = channel.limit, list(channel.kinds)
         parts, part_matches = (sql.format(i=i) for sql in _PARTS[channel.by])
@@ -137,29 +144,54 @@ def memory_candidates(
             f"AND {owner} AND {part_matches} ORDER BY created_at DESC, id DESC LIMIT :limit{i})"
             for owner in owners
         )
-        selects.append(
-            f"(SELECT {i} AS channel_index, m.* FROM {parts} AS p(part) CROSS JOIN LATERAL "
-            f"({ranges}) AS m ORDER BY {channel.order}, id DESC LIMIT :limit{i})"
+        selects[f"section{i}"] = (
+            f"SELECT 'section{i}' AS part, {_AS_RANKED} FROM {parts} AS p(part) CROSS JOIN "
+            f"LATERAL ({ranges}) AS m ORDER BY {channel.order}, id DESC LIMIT :limit{i}"
         )
-    found: list[list[Candidate]] = [[] for _ in channels]
-    for row in db.execute(text(" UNION ALL ".join(selects)), params):
-        channel = channels[row.channel_index]
-        found[row.channel_index].append(
-            Candidate(
-                source="memory",
-                ref=f"memory:{row.id}",
-                kind=row.kind,
-                content=read_text(row.content, "memories.content", row.id),
-                created_at=row.created_at,
-                channel=row.channel,
-                importance=row.importance,
-                db_id=row.id,
-                session_id=row.session_id,
-                source_message_ids=list(row.source_message_ids),
-                channels={channel.name: channel.why},
-            )
+    return selects, params
+
+
+def memory_channel_candidates(
+    channels: list[MemoryChannel], rows: dict[str, list[Any]]
+) -> list[list[Candidate]]:
+    """The candidates of each channel from the rows of its part (`memory_channel_sql`)."""
+    found: list[list[Candidate]] = []
+    for i, channel in enumerate(channels):
+        found.append(
+            [
+                Candidate(
+                    source="memory",
+                    ref=f"memory:{row.id}",
+                    kind=row.kind,
+                    content=read_text(row.content, "memories.content", row.id),
+                    created_at=row.created_at,
+                    channel=row.channel,
+                    importance=row.importance,
+                    db_id=row.id,
+                    session_id=row.session_id,
+                    source_message_ids=list(row.source_message_ids),
+                    channels={channel.name: channel.why},
+                )
+                for row in rows[f"section{i}"]
+            ]
         )
     return found
+
+
+def memory_candidates(
+    db: DbSession,
+    namespace: str,
+    scope: SearchFilters,
+    channels: list[MemoryChannel],
+    now: datetime,
+    config: RecallConfig,
+) -> list[list[Candidate]]:
+    """Each channel's memories, all read in one statement."""
+    parts, params = memory_channel_sql(namespace, scope, channels, now, config)
+    found = ranked_together(db, parts, params)
+    return memory_channel_candidates(
+        channels, {part: [row for row, _ in rows] for part, rows in found.items()}
+    )
 
 
 def task_candidates(

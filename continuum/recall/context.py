@@ -45,6 +45,8 @@ from continuum.recall.candidates import (
     from_hit,
     handoff_candidate,
     memory_candidates,
+    memory_channel_candidates,
+    memory_channel_sql,
     memory_channels,
     near_duplicates,
     task_candidates,
@@ -59,10 +61,10 @@ from continuum.recall.items import (
     RecallRequest,
 )
 from continuum.recall.packing import dedupe, drop_tracked, merge, pack, score
-from continuum.recall.rankings import use_search_settings
+from continuum.recall.rankings import SEARCH_SETTINGS, send_settings, want_settings
 from continuum.recall.recall_log import injected_for_topic, log_recall
 from continuum.recall.scope import SearchFilters
-from continuum.recall.search import PreparedQuery, prepare_query, search_in
+from continuum.recall.search import Alongside, PreparedQuery, prepare_query, search_in
 from continuum.store.engine import session_scope
 
 HIDDEN_STATUSES = ("superseded", "quarantined", "forgotten", "archived")
@@ -82,15 +84,19 @@ def _gather(
     prepared: PreparedQuery | None,
     handoff: Handoff | None,
 ) -> list[Candidate]:
+    """Every channel's candidates. The memory channels (the block's sections) need no query
+    vector: with a seed they ride with the search's first ranking (one round trip), which
+    runs while the seed is embedded; without one they are read alone."""
     config, ns = request.config, request.namespace
     pinned: list[list[Candidate]] = []
     if handoff is not None:
         pinned.append([handoff_candidate(handoff, request.now)])
-    if request.pinned:  # these need no query vector: they run while the seed is embedded
-        pinned += memory_candidates(db, ns, scope, memory_channels(config), request.now, config)
-        pinned.append(task_candidates(db, ns, request.user_id, config.pinned_n, request.zone))
+    sections = memory_channels(config) if request.pinned else []
+    tasks: list[list[Candidate]] = []
+    if request.pinned:
+        tasks.append(task_candidates(db, ns, request.user_id, config.pinned_n, request.zone))
         if get_settings().confirms_tasks(ns):  # suggestions exist only where tasks ask first
-            pinned.append(
+            tasks.append(
                 task_candidates(
                     db, ns, request.user_id, config.pinned_n, request.zone, suggested=True
                 )
@@ -98,6 +104,7 @@ def _gather(
     relevant: list[Candidate] = []
     hits: list[SearchHit] = []
     if prepared is not None:
+        alongside = Alongside(*memory_channel_sql(ns, scope, sections, request.now, config))
         hits = search_in(
             db,
             ns,
@@ -107,9 +114,15 @@ def _gather(
             candidates=config.relevance_candidates,
             weights=config.fusion,
             now=request.now,
+            alongside=alongside,
         )
+        pinned += memory_channel_candidates(sections, alongside.rows)
         best = hits[0].score if hits else 0.0
         relevant = [from_hit(hit, best, rank) for rank, hit in enumerate(hits, start=1)]
+    elif sections:
+        send_settings(db)
+        pinned += memory_candidates(db, ns, scope, sections, request.now, config)
+    pinned += tasks
     turns = [hit for hit in hits if hit.source == "message"]
     for candidate in [c for group in pinned for c in group if c.kind in DIGEST_KINDS]:
         candidate.source_message_ids = evidence_turns(
@@ -182,8 +195,9 @@ def _recall(request: RecallRequest) -> ContextResult:
     handoff = _pending_handoff(request)
     with session_scope() as db:
         # The only write is the recall log: it need not wait for a WAL flush (a crash may
-        # lose the last few log rows, never a memory).
-        use_search_settings(db, {"synchronous_commit": "off"})
+        # lose the last few log rows, never a memory). Sent with the first statement that
+        # carries settings (a search's first), else before the log.
+        want_settings(db, {**SEARCH_SETTINGS, "synchronous_commit": "off"})
         candidates = []
         for candidate in _gather(db, request, scope, prepared, handoff):
             if candidate.ref in request.skip_refs:
@@ -207,6 +221,7 @@ def _recall(request: RecallRequest) -> ContextResult:
             query_id=str(uuid.uuid4()),
             topic=topic_slug(request.seed_text) if request.seed_text.strip() else "general",
         )
+        send_settings(db)
         log_recall(db, request, result)
     return result
 

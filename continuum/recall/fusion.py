@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session as DbSession
 from continuum.domain.kinds import kind_names
 from continuum.domain.memory import DIGEST_KINDS
 from continuum.domain.text import normalize_for_key, speaker_of
-from continuum.recall.rankings import Source, next_turns, read_content, turns_by_message_id
+from continuum.recall.rankings import Source, lifted_turns, read_content
 from continuum.recall.scope import SearchFilters, where_sql
 
 TURN_INDEX_KINDS = frozenset(kind_names(lambda spec: spec.indexes_turn))
@@ -140,14 +140,44 @@ class Fusion:
             elif channel == "text":
                 hit.parts["text_bm25"] = round(value, 4)
 
-    def propagate_to_sources(
-        self, db: DbSession, filters: SearchFilters, params: dict[str, Any]
+    def lift_turns(
+        self, db: DbSession, filters: SearchFilters, params: dict[str, Any], *, sources: bool
     ) -> None:
-        """A memory hit lifts the messages it was extracted from to `memory_key` of its
-        score (unless they score higher already): the turns show up right after it. A
-        statement is one sentence of its turn: the turn scores at least `statement` of the
-        best of its statements, as a match of its own words (`ranked` then leaves the
-        statements out)."""
+        """The turns memory hits stand for (with `sources`), then the turns after the best
+        turns, read in one statement (`rankings.lifted_turns`):
+
+        - a memory hit lifts the messages it was extracted from to `memory_key` of its score
+          (unless they score higher already): the turns show up right after it. A statement
+          is one sentence of its turn: the turn scores at least `statement` of the best of
+          its statements, as a match of its own words (`ranked` then leaves the statements
+          out);
+        - then the turn right after each of the `adjacent_of` best turns scores at least
+          `adjacent` of it, found by a channel or not: a question's answer is the turn after
+          the one that matches it, and rarely repeats its words.
+
+        A lift only raises the turns it reaches, so the best turns after it are among the
+        best before it and the lifted ones: the statement reads the turns after all of
+        those."""
+        best = self._source_lifts() if sources else {}
+        adjacent = bool(self.weights.adjacent)
+        anchors = [hit.id for hit in self._best_turns()] if adjacent else []
+        if not best and not anchors:
+            return
+        keys_where = where_sql("message", replace(filters, session_id=None), params)
+        next_where = where_sql("message", filters, params) if adjacent else None
+        lifted, following = lifted_turns(db, params, list(best), keys_where, anchors, next_where)
+        for row in lifted:
+            hit = self._hit("message", row)
+            share, why, focus = best[(row.session_id, row.source_message_ids[0])]
+            hit.score = max(hit.score, share)
+            hit.parts[why] = round(share, 6)
+            hit.focus = focus or hit.focus
+        if adjacent:
+            self._lift_adjacent(following)
+
+    def _source_lifts(self) -> dict[tuple[str, str], tuple[float, str, str | None]]:
+        """(session id, message id) of each turn a memory hit stands for: the share of the
+        score it lifts the turn to, why, and the statement to show for it."""
         best: dict[tuple[str, str], tuple[float, str, str | None]] = {}
         for hit in self.hits.values():
             if hit.source != "memory" or hit.kind in DIGEST_KINDS or not hit.session_id:
@@ -162,29 +192,19 @@ class Fusion:
                 pair = (hit.session_id, message_id)
                 if lift[0] > best.get(pair, (0.0,))[0]:
                     best[pair] = lift
-        if not best:
-            return
-        where = where_sql("message", replace(filters, session_id=None), params)
-        for row in turns_by_message_id(db, where, params, list(best)):
-            hit = self._hit("message", row)
-            share, why, focus = best[(row.session_id, row.source_message_ids[0])]
-            hit.score = max(hit.score, share)
-            hit.parts[why] = round(share, 6)
-            hit.focus = focus or hit.focus
+        return best
 
-    def lift_adjacent(self, db: DbSession, filters: SearchFilters, params: dict[str, Any]) -> None:
-        """The turn right after each of the `adjacent_of` best turns scores at least
-        `adjacent` of it, found by a channel or not: a question's answer is the turn after
-        the one that matches it, and rarely repeats its words."""
-        turns = sorted(
+    def _best_turns(self) -> list[SearchHit]:
+        return sorted(
             (hit for hit in self.hits.values() if hit.source == "message"),
             key=lambda hit: -hit.score,
         )[: self.weights.adjacent_of]
-        if not turns or not self.weights.adjacent:
-            return
-        anchors = {hit.id: hit.score for hit in turns}
-        where = where_sql("message", filters, params)
-        for anchor, row in next_turns(db, where, params, list(anchors)):
+
+    def _lift_adjacent(self, following: list[tuple[int, Any]]) -> None:
+        anchors = {hit.id: hit.score for hit in self._best_turns()}
+        for anchor, row in following:
+            if anchor not in anchors:
+                continue
             hit = self._hit("message", row)
             share = anchors[anchor] * self.weights.adjacent
             if share > hit.score:

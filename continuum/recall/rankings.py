@@ -22,22 +22,25 @@ from continuum.sealing.envelope import read_text
 Source = Literal["memory", "message"]
 
 COLUMNS = {  # a row of either source in one shape (the hit's fields)
-    "memory": "id, content, created_at, session_id, channel, kind, importance,"
+    "memory": "id, content, created_at, session_id, channel, kind, importance::int AS importance,"
     " source_message_ids, status, private",
     "message": "id, content, created_at, session_id, channel, role AS kind, NULL::int AS importance,"
     " ARRAY[message_id] AS source_message_ids, 'active' AS status, false AS private",
 }
+FIELDS = ("id", "content", "created_at", "session_id", "channel", "kind", "importance",
+          "source_message_ids", "status", "private")  # fmt: skip
 TABLES = {"memory": "memories", "message": "messages"}
 _SEALED_KINDS = {"memory": "memories.content", "message": "messages.content"}
 WINDOW_EXACT_ROWS = 2000  # a time window with at most this many rows is ranked exactly
 WINDOW_SCAN_TUPLES = 2000  # tuples the index may visit ranking a wider one
 _CHANNEL_SQL = {  # channel → SELECT of the `:n` best rows of `{table}` passing `{where}`
-    "vector": "SELECT {columns}, embedding <=> CAST(:qv AS halfvec) AS signal FROM {table} "
-    "WHERE {where} AND embedding IS NOT NULL ORDER BY signal LIMIT :n",
+    "vector": "SELECT '{part}' AS part, {columns}, embedding <=> CAST(:qv AS halfvec) AS signal "
+    "FROM {table} WHERE {where} AND embedding IS NOT NULL ORDER BY signal LIMIT :n",
     # A time window holds few rows (see `window_vector`): their distances are computed
     # exactly. An HNSW scan filtered to a narrow window would visit thousands of tuples to
     # fill its LIMIT (33-180 ms for 4 days of a million memories).
-    "vector_window": "SELECT {columns}, embedding <=> CAST(:qv AS halfvec) AS signal "
+    "vector_window": "SELECT '{part}' AS part, {columns}, "
+    "embedding <=> CAST(:qv AS halfvec) AS signal "
     "FROM {table} WHERE {where} AND embedding IS NOT NULL ORDER BY signal, id LIMIT :n",
     # Rows are selected by the planned match query (at most :cap of them, see textquery)
     # and ranked by BM25 on every lexeme of the question: a word's weight is its rarity
@@ -51,8 +54,9 @@ _CHANNEL_SQL = {  # channel → SELECT of the `:n` best rows of `{table}` passin
     "total AS (SELECT count(*) AS rows, avg(length(tsv)) AS avgdl FROM matched), "
     "idf AS (SELECT hits.id, sum(ln(1 + total.rows::float8 / df.n)) AS weight "
     "FROM hits JOIN df USING (t) CROSS JOIN total GROUP BY hits.id) "
-    "SELECT matched.*, idf.weight * 2.2 / (1 + 1.2 * (0.25 + 0.75 * length(matched.tsv) "
-    "/ greatest(total.avgdl, 1))) AS signal FROM matched JOIN idf USING (id) CROSS JOIN total "
+    "SELECT '{part}' AS part, {matched}, idf.weight * 2.2 / (1 + 1.2 * (0.25 + 0.75 * "
+    "length(matched.tsv) / greatest(total.avgdl, 1)))::float8 AS signal FROM matched "
+    "JOIN idf USING (id) CROSS JOIN total "
     "ORDER BY signal DESC, created_at DESC, id DESC LIMIT :n",
 }
 
@@ -70,28 +74,63 @@ SEARCH_SETTINGS = {
     "hnsw.ef_search": "64",  # at least the default search's candidates (50)
     "hnsw.max_scan_tuples": "20000",  # pgvector's default; one window ranking may lower it
 }
-_SETTINGS_OF = "continuum.search_settings"  # Session.info key: the transaction they are set in
+_SETTINGS_OF = "continuum.search_settings"  # Session.info: (transaction, sent, wanted)
 
 
 def set_local(db: DbSession, settings: dict[str, str]) -> None:
     """SET LOCAL each of `settings` for the caller's transaction, in one round trip."""
-    calls = ", ".join(f"set_config(:name{i}, :value{i}, true)" for i in range(len(settings)))
-    params = {}
+    params: dict[str, Any] = {}
+    db.execute(text(f"SELECT {', '.join(_set_calls(settings, params))}"), params)
+
+
+def _set_calls(settings: dict[str, str], params: dict[str, Any]) -> list[str]:
+    calls = []
     for i, (name, value) in enumerate(settings.items()):
-        params[f"name{i}"], params[f"value{i}"] = name, value
-    db.execute(text(f"SELECT {calls}"), params)
+        params[f"set_name{i}"], params[f"set_value{i}"] = name, value
+        calls.append(f"set_config(:set_name{i}, :set_value{i}, true)")
+    return calls
+
+
+def _settings_state(db: DbSession) -> tuple[dict[str, str], dict[str, str]]:
+    """(settings sent, settings wanted and not sent yet) in the caller's transaction."""
+    transaction = db.get_transaction()
+    state = db.info.get(_SETTINGS_OF)
+    if state is None or state[0] is not transaction:
+        state = db.info[_SETTINGS_OF] = (transaction, {}, {})
+    return state[1], state[2]
+
+
+def want_settings(db: DbSession, settings: dict[str, str]) -> None:
+    """Ask for `settings` in the caller's transaction, sent with its next statement that
+    carries settings (`settings_calls`) or by `send_settings`: a setting already in force is
+    not sent again, so several searches in one transaction (context(), its explain audit)
+    pay for them once, and that round trip is one the search makes anyway."""
+    sent, wanted = _settings_state(db)
+    wanted.update({name: value for name, value in settings.items() if sent.get(name) != value})
+
+
+def settings_calls(db: DbSession, params: dict[str, Any]) -> list[str]:
+    """The `set_config` calls of the settings wanted and not sent, for the caller's next
+    statement to select (they count as sent from now on); fills `params`."""
+    sent, wanted = _settings_state(db)
+    calls = _set_calls(wanted, params)
+    sent.update(wanted)
+    wanted.clear()
+    return calls
+
+
+def send_settings(db: DbSession) -> None:
+    """Send the settings wanted and not sent yet, if any, in one round trip of their own."""
+    params: dict[str, Any] = {}
+    calls = settings_calls(db, params)
+    if calls:
+        db.execute(text(f"SELECT {', '.join(calls)}"), params)
 
 
 def use_search_settings(db: DbSession, extra: dict[str, str] | None = None) -> None:
-    """SEARCH_SETTINGS (and `extra`) for the caller's transaction, set once in it: a caller
-    running several searches in one transaction (context(), its explain audit) pays one
-    round trip."""
-    transaction = db.get_transaction()
-    pending = {} if db.info.get(_SETTINGS_OF) is transaction else dict(SEARCH_SETTINGS)
-    pending.update(extra or {})
-    if pending:
-        set_local(db, pending)
-        db.info[_SETTINGS_OF] = transaction
+    """SEARCH_SETTINGS (and `extra`) for the caller's transaction, now."""
+    want_settings(db, {**SEARCH_SETTINGS, **(extra or {})})
+    send_settings(db)
 
 
 def read_content(source: Source, row: Any) -> str:
@@ -99,46 +138,63 @@ def read_content(source: Source, row: Any) -> str:
     return read_text(row.content, _SEALED_KINDS[source], row.id)
 
 
+def ranking_sql(source: Source, channel: str, where: str, part: str) -> str:
+    """The SELECT of the `:n` best rows of `source` passing `where` by `channel` ("vector",
+    "text" or the exact "vector_window"), best first, each with its raw signal (cosine
+    distance or BM25) and tagged `part`: a part of `ranked_together`."""
+    return _CHANNEL_SQL[channel].format(
+        columns=COLUMNS[source],
+        matched=", ".join(f"matched.{name}" for name in FIELDS),
+        table=TABLES[source],
+        where=where,
+        source=source,
+        part=part,
+    )
+
+
+def ranked_together(
+    db: DbSession, parts: dict[str, str], params: dict[str, Any]
+) -> dict[str, list[tuple[Any, float | None]]]:
+    """Several rankings (`ranking_sql`, or any SELECT of `part`, FIELDS and `signal` in that
+    shape, in its own order) in one statement, UNION ALL: each part's rows, in its order,
+    with their signals. One round trip however many sources, scopes or sections."""
+    found: dict[str, list[tuple[Any, float | None]]] = {part: [] for part in parts}
+    if not parts:
+        return found
+    sql = " UNION ALL ".join(f"({select})" for select in parts.values())
+    for row in db.execute(text(sql), params):
+        found[row.part].append((row, None if row.signal is None else float(row.signal)))
+    return found
+
+
 def ranked(
     db: DbSession, source: Source, channel: str, where: str, params: dict[str, Any]
 ) -> list[tuple[Any, float]]:
-    """The `:n` best rows of `source` passing `where` by `channel` ("vector", "text" or the
-    exact "vector_window"), best first, each with its raw signal (cosine distance or BM25)."""
-    sql = _CHANNEL_SQL[channel].format(
-        columns=COLUMNS[source], table=TABLES[source], where=where, source=source
-    )
-    return [(row, float(row.signal)) for row in db.execute(text(sql), params)]
+    """One ranking alone (see `ranking_sql`), best first, each row with its raw signal."""
+    rows = db.execute(text(ranking_sql(source, channel, where, channel)), params)
+    return [(row, float(row.signal)) for row in rows]
 
 
-def _window_bound(
-    db: DbSession, source: Source, scope: SearchFilters, params: dict[str, Any]
-) -> int:
-    """How many rows the time window of `scope` may hold, up to `WINDOW_EXACT_ROWS` + 1:
-    counted on the recent-rows indexes alone (namespace, owner and status of a memory;
-    namespace of a message, and the time), so no row is read. An upper bound: the window's
-    other filters (privacy, kinds, a missing embedding) can only remove rows. At a million
-    memories, 0.7 ms, against 9 ms for reading 2,001 rows to find them too many."""
-    params = {**params, "since": scope.since, "until": scope.until, "most": WINDOW_EXACT_ROWS + 1}
+def window_bound_sql(source: Source, scope: SearchFilters, params: dict[str, Any]) -> str:
+    """An expression of how many rows of `source` the time window of `scope` may hold, up to
+    `WINDOW_EXACT_ROWS` + 1 (more: too many to rank exactly, see `window_vector`), for the
+    caller's statement to select; fills `params`. Counted on the recent-rows indexes alone
+    (namespace, owner and status of a memory; namespace of a message, and the time), so no
+    row is read. An upper bound: the window's other filters (privacy, kinds, a missing
+    embedding) can only remove rows. At a million memories, 0.7 ms, against 9 ms for reading
+    2,001 rows to find them too many; cheap enough to ask before any ranking, while the
+    query vector is still being computed."""
+    params.update(since=scope.since, until=scope.until, most=WINDOW_EXACT_ROWS + 1)
     base = "namespace = :ns AND created_at >= :since AND created_at < :until"
     owners = ["true"]
     if source == "memory":
         base += " AND " + status_clause(scope, params)
         owners = owner_clauses(scope, params)
-    counts = " + ".join(
+    return " + ".join(
         f"(SELECT count(*) FROM (SELECT 1 FROM {TABLES[source]} WHERE {base} AND {owner} "
         "LIMIT :most) AS w)"
         for owner in owners
     )
-    return int(db.execute(text(f"SELECT {counts}"), params).scalar_one())
-
-
-def window_is_wide(
-    db: DbSession, source: Source, scope: SearchFilters, params: dict[str, Any]
-) -> bool:
-    """Whether the time window of `scope` may hold more than `WINDOW_EXACT_ROWS` rows of
-    `source`: too many to rank exactly (see `window_vector`). Cheap enough to ask before
-    any ranking, while the query vector is still being computed."""
-    return _window_bound(db, source, scope, params) > WINDOW_EXACT_ROWS
 
 
 def window_vector(
@@ -157,41 +213,47 @@ def window_vector(
     return rows
 
 
-def turns_by_message_id(
-    db: DbSession, where: str, params: dict[str, Any], keys: list[tuple[str, str]]
-) -> list[Any]:
-    """The message rows (in the ranked rows' shape) of `keys`, (session id, message id)
-    pairs, that pass `where`: the source turns a memory hit lifts."""
-    return list(
-        db.execute(
-            text(
-                f"SELECT {COLUMNS['message']} FROM messages JOIN unnest(CAST(:sids AS text[]), "
-                "CAST(:mids AS text[])) AS k(sid, mid) ON session_id = k.sid AND message_id = k.mid "
-                f"WHERE {where}"
-            ),
-            {**params, "sids": [s for s, _ in keys], "mids": [m for _, m in keys]},
+def lifted_turns(
+    db: DbSession,
+    params: dict[str, Any],
+    keys: list[tuple[str, str]],
+    keys_where: str,
+    anchors: list[int],
+    next_where: str | None,
+) -> tuple[list[Any], list[tuple[int, Any]]]:
+    """In one statement, the message rows (in the ranked rows' shape):
+    - of `keys`, (session id, message id) pairs, that pass `keys_where`: the source turns
+      memory hits lift;
+    - with `next_where`, the turn right after each of the message rows `anchors` and of
+      those source turns, in its session, among those passing `next_where`: (the id it
+      follows, the row).
+    The second part reads the turns after the source turns too, so the turns a lift puts
+    among the best have theirs without a second round trip."""
+    message = COLUMNS["message"]
+    params = {**params, "sids": [s for s, _ in keys], "mids": [m for _, m in keys],
+              "anchors": anchors}  # fmt: skip
+    sql = (
+        f"WITH lifted AS (SELECT {message} FROM messages JOIN unnest(CAST(:sids AS text[]), "
+        "CAST(:mids AS text[])) AS k(sid, mid) ON session_id = k.sid AND message_id = k.mid "
+        f"WHERE {keys_where}) SELECT NULL::bigint AS anchor, lifted.* FROM lifted"
+    )
+    if next_where is not None:
+        after = (
+            f"(SELECT {message} FROM messages WHERE {next_where} "
+            "AND session_id = h.session_id AND (created_at, id) > (h.created_at, h.id) "
+            "ORDER BY created_at, id LIMIT 1)"
         )
-    )
-
-
-def next_turns(
-    db: DbSession, where: str, params: dict[str, Any], ids: list[int]
-) -> list[tuple[int, Any]]:
-    """The turn right after each message row id of `ids` in its session, among those passing
-    `where`, in the ranked rows' shape: (the id it follows, the row)."""
-    after = (
-        f"(SELECT {COLUMNS['message']} FROM messages WHERE {where} "
-        "AND session_id = h.session_id AND (created_at, id) > (h.created_at, h.id) "
-        "ORDER BY created_at, id LIMIT 1)"
-    )
-    rows = db.execute(
-        text(
-            f"SELECT h.id AS anchor, x.* FROM messages h CROSS JOIN LATERAL {after} x "
-            "WHERE h.id = ANY(:anchors)"
-        ),
-        {**params, "anchors": ids},
-    )
-    return [(row.anchor, row) for row in rows]
+        sql += (
+            f" UNION ALL SELECT h.id, x.* FROM messages h CROSS JOIN LATERAL {after} x "
+            "WHERE h.id = ANY(CAST(:anchors AS bigint[])) OR h.id IN (SELECT id FROM lifted)"
+        )
+    sources, following = [], []
+    for row in db.execute(text(sql), params):
+        if row.anchor is None:
+            sources.append(row)
+        else:
+            following.append((row.anchor, row))
+    return sources, following
 
 
 def neighbour_turns(db: DbSession, ids: list[int], width: int) -> dict[int, list[dict[str, Any]]]:

@@ -23,10 +23,11 @@ can be traced back to the turns it came from and explained. Beyond the two base 
 from __future__ import annotations
 
 from concurrent.futures import Future
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, tzinfo
 from typing import Any, TypedDict, Unpack
 
+from sqlalchemy import text
 from sqlalchemy.orm import Session as DbSession
 
 from continuum.config import get_settings
@@ -36,9 +37,9 @@ from continuum.recall.fusion import Fusion, FusionWeights, SearchHit
 from continuum.recall.rankings import Source
 from continuum.recall.scope import SearchFilters, where_sql
 from continuum.recall.textquery import (
+    LEXEMES_SQL,
     MATCH_CAP,
     plan,
-    query_lexemes,
     quote_lexeme,
     speakers,
     table_stats,
@@ -84,6 +85,27 @@ def prepare_query(
     return PreparedQuery(stripped, window, embed_query_soon(stripped))
 
 
+@dataclass
+class Alongside:
+    """Reads of the caller's that ride with a search's first ranking statement, in one round
+    trip (the context block's sections): parts of `rankings.ranked_together`, each a SELECT
+    in the ranked rows' shape tagged with its name, with the parameters they need (those the
+    search sets too must agree). After the search, `rows` holds each part's rows."""
+
+    parts: dict[str, str]
+    params: dict[str, Any]
+    rows: dict[str, list[Any]] = field(default_factory=dict)
+
+    def merge_into(self, params: dict[str, Any]) -> None:
+        for name, value in self.params.items():
+            if name in params and params[name] != value:
+                raise ValueError(f"parameter {name!r} differs between a search and its rider")
+            params[name] = value
+
+    def take(self, found: dict[str, list[tuple[Any, float | None]]]) -> None:
+        self.rows = {part: [row for row, _ in found.pop(part)] for part in self.parts}
+
+
 def search_in(
     db: DbSession,
     namespace: str,
@@ -97,9 +119,16 @@ def search_in(
     now: datetime | None = None,
     tz: str | tzinfo | None = None,
     neighbours: int = 0,
+    alongside: Alongside | None = None,
 ) -> list[SearchHit]:
     """`search` inside the caller's transaction; `query` may be prepared already (the
-    context block prepares its seed before its other channels run)."""
+    context block prepares its seed before its other channels run), and `alongside` reads
+    of the caller's ride with its first ranking.
+
+    Round trips: one for the query's words (with the search settings and, for a time
+    phrase, the size of its window), one per channel (text, vector) for both sources and
+    both scopes (all rows, the window's), one for the turns memories and the best turns
+    lift; the speaker names and table statistics once a minute."""
     filters = filters or SearchFilters()
     if filters.tags:
         filters = replace(filters, tags=tuple(stored_tags(namespace, filters.tags)))
@@ -110,7 +139,13 @@ def search_in(
         prepared = prepare_query(query, filters, get_settings().local_time(namespace, now, tz))
     query_vector = prepared.vector  # being embedded while the text channels rank
     window = None if filters.time_bounded else prepared.window
-    lexemes = query_lexemes(db, prepared.text)
+    params: dict[str, Any] = {"ns": namespace, "n": candidates, "cap": MATCH_CAP}
+    scopes = [("", filters)]
+    if window:  # turns said in the window, or soon after it about it (see mentioned_in)
+        scopes.append(("_in_window", replace(filters, since=window.since,
+                                             until=window.reported_until)))  # fmt: skip
+    rankings.want_settings(db, rankings.SEARCH_SETTINGS)
+    lexemes, wide = _prelude(db, prepared.text, scopes, sources if query_vector else (), params)
     # A transcript's turns open with their speaker's name ("Caroline: …"): as a word it
     # matches every turn of that person, so it selects and ranks nothing (the vector
     # channel still reads the whole question); fusion favours what the named said instead.
@@ -120,56 +155,81 @@ def search_in(
     lexemes = tuple(lexeme for lexeme in lexemes if lexeme not in said) or lexemes
     if get_settings().is_encrypted(namespace):  # its index holds keyed terms (R47)
         lexemes = keyed_lexemes(namespace, lexemes)
-    params: dict[str, Any] = {
-        "ns": namespace,
-        "n": candidates,
-        "cap": MATCH_CAP,
-        "terms": [quote_lexeme(lexeme) for lexeme in lexemes],
-    }
+    params["terms"] = [quote_lexeme(lexeme) for lexeme in lexemes]
     for source in sources if lexemes else ():
         stats = table_stats.get(db, rankings.TABLES[source])
         params[f"tsm_{source}"] = plan(lexemes, stats, namespace)
-    rankings.use_search_settings(db)
-    scopes = [("", filters)]
-    wide: dict[Source, bool] = {}  # whether the window is too wide to rank exactly
-    if window:  # turns said in the window, or soon after it about it (see mentioned_in)
-        reach = replace(filters, since=window.since, until=window.reported_until)
-        scopes.append(("_in_window", reach))
-        # Counted before any ranking, while the query vector is still being computed.
-        for source in sources if query_vector else ():
-            wide[source] = rankings.window_is_wide(db, source, reach, params)
+    if alongside is not None:
+        alongside.merge_into(params)
     fusion = Fusion(weights, named if len(named) < len(names) else set())
     channels = (["text"] if lexemes else []) + (["vector"] if query_vector else [])
+    riders = alongside.parts if alongside is not None else {}
     for channel in channels:  # text first: the query vector is still being computed
         if channel == "vector" and query_vector:
             params["qv"] = vector_literal(query_vector.result())
+        parts: dict[str, str] = dict(riders)
+        alone: dict[str, tuple[Source, str]] = {}  # a wide window's vector ranking
         for suffix, scope in scopes:
-            joint: list[tuple[Source, Any, float]] = []
             for source in sources:
                 where = where_sql(source, scope, params)
-                if suffix and channel == "vector":
-                    ranked = rankings.window_vector(db, source, where, params, wide=wide[source])
+                part = f"{channel}{suffix}:{source}"
+                if suffix and channel == "vector" and wide[source]:
+                    alone[part] = (source, where)
+                elif suffix and channel == "vector":
+                    parts[part] = rankings.ranking_sql(source, "vector_window", where, part)
                 else:
-                    ranked = rankings.ranked(db, source, channel, where, params)
+                    parts[part] = rankings.ranking_sql(source, channel, where, part)
+        found = rankings.ranked_together(db, parts, params)
+        for part, (source, where) in alone.items():
+            found[part] = list(rankings.window_vector(db, source, where, params, wide=True))
+        if riders and alongside is not None:
+            alongside.take(found)
+            riders = {}
+        for suffix, _ in scopes:
+            joint: list[tuple[Source, Any, float]] = []
+            for source in sources:
+                rows = found[f"{channel}{suffix}:{source}"]
                 if suffix and window:
-                    ranked = [
-                        r
-                        for r in ranked
-                        if window.mentioned_in(rankings.read_content(source, r[0]), r[0].created_at)
+                    rows = [
+                        (row, signal)
+                        for row, signal in rows
+                        if window.mentioned_in(rankings.read_content(source, row), row.created_at)
                     ]
-                joint += [(source, row, signal) for row, signal in ranked]
+                joint += [(source, row, signal or 0.0) for row, signal in rows]
             # One ranking per channel across sources, by the channel's own signal: the best
             # of a few memories ranks where its similarity or BM25 puts it among the turns.
             joint.sort(key=lambda entry: entry[2] if channel == "vector" else -entry[2])
             weight = weights.in_window if suffix else getattr(weights, channel)
             fusion.add(channel + suffix, joint, weight)
-    if "message" in sources and "memory" in sources:
-        fusion.propagate_to_sources(db, filters, params)
+    if riders and alongside is not None:  # no channel ran: the riders alone
+        alongside.take(rankings.ranked_together(db, riders, params))
     if "message" in sources:
-        fusion.lift_adjacent(db, filters, params)
+        fusion.lift_turns(db, filters, params, sources="memory" in sources)
     hits = fusion.ranked()[:limit]
     attach_neighbours(db, hits, neighbours)
     return hits
+
+
+def _prelude(
+    db: DbSession,
+    query: str,
+    scopes: list[tuple[str, SearchFilters]],
+    vector_sources: tuple[Source, ...],
+    params: dict[str, Any],
+) -> tuple[tuple[str, ...], dict[Source, bool]]:
+    """One statement before any ranking: the distinct stemmed lexemes of `query` (English,
+    in a stable order), the settings the transaction still needs, and for a time window
+    whether it is too wide to rank exactly per source of `vector_sources` (see
+    `rankings.window_vector`)."""
+    selects = [f"{LEXEMES_SQL} AS lexemes"]
+    selects += rankings.settings_calls(db, params)
+    window = [scope for suffix, scope in scopes if suffix]
+    counted = vector_sources if window else ()
+    for source in counted:
+        selects.append(f"({rankings.window_bound_sql(source, window[0], params)}) AS {source}")
+    row = db.execute(text(f"SELECT {', '.join(selects)}"), {**params, "q": query}).one()
+    wide = {source: getattr(row, source) > rankings.WINDOW_EXACT_ROWS for source in counted}
+    return tuple(row.lexemes or ()), wide
 
 
 class SearchOptions(TypedDict, total=False):

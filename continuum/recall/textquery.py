@@ -211,9 +211,12 @@ def _all_of(lexemes: tuple[str, ...]) -> str:
     return "(" + " & ".join(quote_lexeme(lexeme) for lexeme in lexemes) + ")"
 
 
+# The distinct stemmed lexemes of the query `:q` (English), in a stable order.
+LEXEMES_SQL = "tsvector_to_array(to_tsvector('english', :q))"
+
+
 def query_lexemes(db: DbSession, query: str) -> tuple[str, ...]:
-    """The distinct stemmed lexemes of `query` (English), in a stable order."""
-    found = db.execute(
-        text("SELECT tsvector_to_array(to_tsvector('english', :q))"), {"q": query}
-    ).scalar()
+    """The distinct stemmed lexemes of `query` (search selects them with its first
+    statement, `LEXEMES_SQL`)."""
+    found = db.execute(text(f"SELECT {LEXEMES_SQL}"), {"q": query}).scalar()
     return tuple(found or ())

@@ -1,4 +1,5 @@
-"""Engine and session handling: one pooled engine per process, disposed after fork."""
+"""Engine and session handling: one pooled engine per process, disposed after fork; and
+`statements_run`, what the tests and benchmarks count round trips with."""
 
 from __future__ import annotations
 
@@ -45,7 +46,10 @@ def get_engine(url: str | None = None) -> Engine:
     if engine is None:
         # Looked up on the module at each call: with tracing on, the SQLAlchemy
         # instrumentation wraps `sqlalchemy.create_engine`, and so traces our engines.
-        engine = sqlalchemy.create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=5)
+        size = get_settings().db_pool_size
+        engine = sqlalchemy.create_engine(
+            url, pool_pre_ping=True, pool_size=size, max_overflow=size
+        )
         event.listen(engine, "connect", _clamp_timestamps)
         _engines[key] = engine
     return engine
@@ -90,3 +94,20 @@ def session_scope(url: str | None = None) -> Iterator[Session]:
     factory = sessionmaker(get_engine(url), expire_on_commit=False)
     with factory() as session, _Committing(session):
         yield session
+
+
+@contextmanager
+def statements_run(url: str | None = None) -> Iterator[list[str]]:
+    """The SQL statements this process sends on the engine of `url` (default: the configured
+    database) until the block ends, in order: each is one round trip (COMMIT not counted)."""
+    sent: list[str] = []
+
+    def record(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        sent.append(statement)
+
+    engine = get_engine(url)
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        yield sent
+    finally:
+        event.remove(engine, "before_cursor_execute", record)

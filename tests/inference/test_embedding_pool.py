@@ -64,9 +64,11 @@ def test_queries_waiting_on_the_thread_are_embedded_in_one_batch(
     futures = _submit_while_busy(monkeypatch, embedder, queries)
     try:
         vectors = [future.result(timeout=5) for future in futures]
+        counted = embedding.query_batching()  # what the API bench reports
     finally:
         embedding._query_batcher.cache_clear()
     assert vectors == [[5.0]] + [[float(n)] for n in range(1, 9)]  # each caller its own
+    assert counted == (9, 2)
     assert embedder.calls[0] == ["first"]
     assert sorted(embedder.calls[1], key=len) == queries and len(embedder.calls) == 2
 

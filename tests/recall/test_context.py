@@ -22,7 +22,7 @@ from continuum.pipeline.sessions import finish_session
 from continuum.recall.context import context, recall_since_topic
 from continuum.recall.items import RecallConfig
 from continuum.recall.render import render_when
-from continuum.store.engine import session_scope
+from continuum.store.engine import session_scope, statements_run
 from continuum.store.models import MemoryLog
 from tests.support.events import LONG_TURN, session_end, turn
 from tests.support.memories import NOW, add_task, remember
@@ -375,22 +375,35 @@ def memory_ids(user_id: str) -> list[int]:
 def test_one_settings_round_trip_per_recall(garden: dict[str, int]) -> None:
     """context() and the searches inside its transaction (the relevance channel, explain's
     audit) set the search settings once, counted on the real connection."""
-    from sqlalchemy import event
-
-    from continuum.store.engine import get_engine
-
-    statements: list[str] = []
-
-    def record(*args: Any) -> None:
-        statements.append(args[2])
-
-    engine = get_engine()
-    event.listen(engine, "before_cursor_execute", record)
-    try:
+    with statements_run() as statements:
         context("pearl", "garden drainage", 800, user_id="jason", now=NOW, explain=True)
-    finally:
-        event.remove(engine, "before_cursor_execute", record)
     assert sum("set_config" in sql for sql in statements) == 1
+
+
+# Round trips of a context call with a seed, search settings and caches warm: the tasks;
+# the query's words (with the settings, and a time phrase's window size); the text ranking of
+# memories and turns with the block's sections; the vector ranking; the turns memories and the
+# best turns lift; near-duplicates; the recall log. (Before they were merged: 12, and 18 with
+# a time phrase, on this test's data.)
+STATEMENTS_PER_CONTEXT = 7
+
+
+@pytest.mark.parametrize(
+    "seed", ["Hoffmann drainage price", "what did Hoffmann say about the drainage last week"]
+)
+def test_a_context_call_runs_a_bounded_number_of_statements(
+    garden: dict[str, int], seed: str
+) -> None:
+    ingest_batch([turn("Hoffmann said the drainage needs a new pipe first.", session_id="g1",
+                       message_id="g1-0", at=0),
+                  turn("Then ask him for the price of the pipe.", role="assistant",
+                       session_id="g1", message_id="g1-1", at=5)])  # fmt: skip
+    embed_pending()
+    context("pearl", seed, 800, user_id="jason", now=NOW)  # speaker names, table statistics
+    with statements_run() as sent:
+        result = context("pearl", seed, 800, user_id="jason", now=NOW)
+    assert any(item.ref.startswith("message:g1/") for item in result.items)  # turns lifted
+    assert len(sent) <= STATEMENTS_PER_CONTEXT, "\n\n".join(sent)
 
 
 def test_a_task_shows_when_it_is_due(db: Any) -> None:

@@ -87,13 +87,13 @@ def test_a_window_is_ranked_exactly_unless_it_is_wide(
     embed_pending()
     monkeypatch.setattr(rankings, "WINDOW_EXACT_ROWS", exact_rows)
     used: list[str] = []
-    ranked = rankings.ranked
+    ranking_sql = rankings.ranking_sql
 
-    def spy(db_: Any, source: Any, channel: str, where: str, params: Any) -> Any:
+    def spy(source: Any, channel: str, where: str, part: str) -> str:
         used.append(channel)
-        return ranked(db_, source, channel, where, params)
+        return ranking_sql(source, channel, where, part)
 
-    monkeypatch.setattr(rankings, "ranked", spy)
+    monkeypatch.setattr(rankings, "ranking_sql", spy)
     bound = text("SELECT current_setting('hnsw.max_scan_tuples')")
     with session_scope() as db_session:
         hits = search_in(db_session, "pearl", "what did I bake last weekend?", limit=1,
