@@ -92,6 +92,12 @@ class Settings(BaseSettings):
         description="Directory for embedded server data and servers.json.",
     )
     database_url: str | None = Field(default=None, description="SQLAlchemy URL of Postgres.")
+    read_database_url: str | None = Field(
+        default=None,
+        description="SQLAlchemy URL of a streaming standby the read plane (API, MCP, search, "
+        "context, listings) reads from; writes and workers always use the primary. Set it on "
+        "every process: a writer records what it wrote for read-your-writes only when it is set.",
+    )
     redis_url: str | None = Field(default=None, description="Redis URL for ephemeral state.")
     broker_url: str | None = Field(
         default=None, description="Celery broker (defaults to redis_url)."
