@@ -31,7 +31,7 @@ def test_the_replica_check_covers_the_publish_kombu_made_on_its_own_connection(
     settings_env(broker_url=redis_ha.url(0), redis_url=redis_ha.url(1))
     client, app = get_broker_redis(), producer_app()
     batch_id, payloads = str(uuid.uuid4()), [turn("Let's go with the blue tiles.")]
-    ledger.record(client, batch_id, payloads)
+    ledger.record(client, batch_id, payloads, confirm=True)
     assert client.wait(1, 1000) == 1  # the record is on the replica
     redis_ha.freeze("replica1")  # from here on the replica takes nothing
     try:
@@ -45,6 +45,28 @@ def test_the_replica_check_covers_the_publish_kombu_made_on_its_own_connection(
     assert ledger.replicated(client, batch_id, 1, 5000) == 1
     with redis_ha.client("replica1", decode_responses=True) as replica:
         assert replica.llen("events") == 1  # the publish, on the replica
+
+
+def test_a_batch_a_fast_worker_settled_before_the_replica_check_is_accepted(
+    redis_ha: Any, settings_env: Any
+) -> None:
+    """A worker may process and settle a batch (its ledger record deleted) between the
+    producer's publish and its replica check: the batch is done, so it is accepted. A batch
+    of which the master has nothing left (a failover to a replica that never had it) is not."""
+    settings_env(broker_url=redis_ha.url(0), redis_url=redis_ha.url(1))
+    client, app = get_broker_redis(), producer_app()
+    done, lost, payloads = str(uuid.uuid4()), str(uuid.uuid4()), [turn("The gate code is 4471.")]
+    try:
+        ledger.record(client, done, payloads, confirm=True)
+        app.send_task(INGEST_EVENTS, args=[payloads], task_id=done, queue=queue_for(INGEST_EVENTS))
+        ledger.settle(client, done)  # the worker was faster than the check
+        assert ledger.replicated(client, done, 1, 1000) == 1
+        ledger.record(client, lost, payloads, confirm=True)
+        client.delete(ledger.CONFIRMING + lost)  # what the promoted replica has of it: nothing
+        ledger.settle(client, lost)
+        assert ledger.replicated(client, lost, 1, 1000) == 0
+    finally:
+        app.close()
 
 
 def test_with_wait_on_and_the_replica_stopped_events_are_refused_or_stay_spooled(
