@@ -16,6 +16,7 @@ from celery.exceptions import Retry, SoftTimeLimitExceeded
 from sqlalchemy.exc import DBAPIError, OperationalError
 
 from continuum.config import get_settings
+from continuum.contract.client import NotReplicatedError
 from continuum.pipeline import deadletters
 from continuum.redis_client import get_redis
 from continuum.store import reads
@@ -36,6 +37,7 @@ TRANSIENT = (
     redis.TimeoutError,
     SoftTimeLimitExceeded,
     TransientError,
+    NotReplicatedError,  # a hand-off to the next stage too few broker replicas confirmed
 )
 
 

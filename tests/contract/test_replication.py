@@ -9,14 +9,14 @@ from typing import Any
 
 import pytest
 
-from continuum.contract import ledger
+from continuum.contract import dispatch, ledger
 from continuum.contract.client import (
     EnqueueError,
     MemoryClient,
     NotReplicatedError,
     producer_app,
 )
-from continuum.contract.queues import INGEST_EVENTS, queue_for
+from continuum.contract.queues import EMBED_PENDING, INGEST_EVENTS, queue_for
 from continuum.redis_client import get_broker_redis
 from continuum.runtimes import spool
 from tests.support.events import turn
@@ -67,6 +67,37 @@ def test_a_batch_a_fast_worker_settled_before_the_replica_check_is_accepted(
         assert ledger.replicated(client, lost, 1, 1000) == 0
     finally:
         app.close()
+
+
+def test_a_hand_off_to_the_next_stage_waits_for_the_replicas(
+    redis_ha: Any, settings_env: Any
+) -> None:
+    """A worker's send to the next stage (`dispatch`) is confirmed by the replicas as an
+    accepted event is: one no replica confirmed raises NotReplicatedError, which retries the
+    sending task, so a failover cannot take the message with the old master unnoticed."""
+    from workers.base import is_transient  # imports the app: before the URLs change below
+
+    settings_env(
+        broker_url=redis_ha.url(0),
+        redis_url=redis_ha.url(1),
+        redis_wait_replicas=1,
+        redis_wait_timeout_ms=300,
+    )
+    dispatch.producer.cache_clear()  # the process's publishing app, on this broker
+    try:
+        dispatch.send(EMBED_PENDING)
+        with redis_ha.client("replica1") as replica:
+            assert replica.llen(queue_for(EMBED_PENDING)) == 1  # confirmed: the replica has it
+        redis_ha.freeze("replica1")
+        try:
+            with pytest.raises(NotReplicatedError, match="0 of 1 broker replica") as refused:
+                dispatch.send(EMBED_PENDING)
+        finally:
+            redis_ha.thaw("replica1")
+    finally:
+        dispatch.producer().close()
+        dispatch.producer.cache_clear()
+    assert is_transient(refused.value)
 
 
 def test_with_wait_on_and_the_replica_stopped_events_are_refused_or_stay_spooled(
