@@ -268,7 +268,8 @@ class Settings(BaseSettings):
         default=0,
         ge=0,
         description="Events are accepted once this many replicas of the broker's Redis have "
-        "them (WAIT after the publish and its ledger record); 0: off, for a single Redis.",
+        "them (WAIT after the publish and its ledger record), and workers' hand-offs to the "
+        "next stage are confirmed the same way; 0: off, for a single Redis.",
     )
     redis_wait_timeout_ms: int = Field(
         default=1000,
