@@ -37,7 +37,7 @@ TRANSIENT = (
     redis.TimeoutError,
     SoftTimeLimitExceeded,
     TransientError,
-    NotReplicatedError,  # a hand-off to the next stage too few broker replicas confirmed
+    NotReplicatedError,  # a resend (redelivery) too few broker replicas confirmed
 )
 
 

@@ -3,7 +3,10 @@ loopback, a master, its replica and three sentinels, reached through a `sentinel
 
 from __future__ import annotations
 
+import logging
+import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -70,34 +73,47 @@ def test_a_batch_a_fast_worker_settled_before_the_replica_check_is_accepted(
 
 
 def test_a_hand_off_to_the_next_stage_waits_for_the_replicas(
-    redis_ha: Any, settings_env: Any
+    redis_ha: Any, settings_env: Any, caplog: Any
 ) -> None:
-    """A worker's send to the next stage (`dispatch`) is confirmed by the replicas as an
-    accepted event is: one no replica confirmed raises NotReplicatedError, which retries the
-    sending task, so a failover cannot take the message with the old master unnoticed."""
-    from workers.base import is_transient  # imports the app: before the URLs change below
-
+    """A worker's send to the next stage (`dispatch`) returns once the replicas have it, as
+    an accepted event does: while the replica is frozen it waits; past its patience it goes
+    on with an error logged (the message on the master alone), never dropping the send."""
     settings_env(
         broker_url=redis_ha.url(0),
         redis_url=redis_ha.url(1),
         redis_wait_replicas=1,
-        redis_wait_timeout_ms=300,
+        redis_wait_timeout_ms=200,
+        redis_wait_s=3,  # the patience with Redis of this process (a worker's: 75 s)
+        worker_redis_wait_s=3,
     )
+    caplog.set_level(logging.ERROR, logger="continuum.contract.dispatch")
+    queue = queue_for(EMBED_PENDING)
     dispatch.producer.cache_clear()  # the process's publishing app, on this broker
     try:
-        dispatch.send(EMBED_PENDING)
+        redis_ha.freeze("replica1")
+        with ThreadPoolExecutor(1) as pool:
+            sending = pool.submit(dispatch.send, EMBED_PENDING)
+            time.sleep(1.0)
+            assert not sending.done()  # held until a replica has the message
+            redis_ha.thaw("replica1")
+            sending.result(timeout=10)
+        assert not caplog.records
         with redis_ha.client("replica1") as replica:
-            assert replica.llen(queue_for(EMBED_PENDING)) == 1  # confirmed: the replica has it
+            assert replica.llen(queue) == 1  # confirmed: the replica has it
         redis_ha.freeze("replica1")
         try:
-            with pytest.raises(NotReplicatedError, match="0 of 1 broker replica") as refused:
-                dispatch.send(EMBED_PENDING)
+            started = time.monotonic()
+            dispatch.send(EMBED_PENDING)  # past the patience: sent, not confirmed
+            assert time.monotonic() - started >= 3
         finally:
             redis_ha.thaw("replica1")
     finally:
         dispatch.producer().close()
         dispatch.producer.cache_clear()
-    assert is_transient(refused.value)
+    [line] = [record.getMessage() for record in caplog.records]
+    assert "0 of 1 broker replica(s) confirmed it within 3 s" in line
+    with redis_ha.client("master") as master:
+        assert master.llen(queue) == 2
 
 
 def test_with_wait_on_and_the_replica_stopped_events_are_refused_or_stay_spooled(
