@@ -13,10 +13,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import func, select, update
+from sqlalchemy.exc import OperationalError
 
 from continuum.config import get_settings
 from continuum.store.engine import session_scope
 from continuum.store.models import ApiToken
+from continuum.store.reads import read_scope
 
 TOKEN_PREFIX = "ctm_"
 LAST_USED_RESOLUTION = timedelta(minutes=1)  # at most one last_used_at write a minute
@@ -90,16 +92,24 @@ def revoke_token(token_id: int) -> bool:
 
 
 def authenticate(token: str) -> TokenInfo | None:
-    """The live token matching `token`, or None. Records when it was last used."""
-    with session_scope() as db:
-        row = db.scalar(
-            select(ApiToken).where(
-                ApiToken.token_hash == hash_token(token), ApiToken.revoked_at.is_(None)
-            )
-        )
-        if row is None:
-            return None
-        now = datetime.now(UTC)
-        if row.last_used_at is None or now - row.last_used_at > LAST_USED_RESOLUTION:
-            row.last_used_at = now
-        return _info(row)
+    """The live token matching `token`, or None. Records when it was last used. While the
+    primary does not answer, the token as the read standby has it (its revocations
+    replicate), its use not recorded: the read plane keeps answering from the standby."""
+    live = select(ApiToken).where(
+        ApiToken.token_hash == hash_token(token), ApiToken.revoked_at.is_(None)
+    )
+    try:
+        with session_scope() as db:
+            row = db.scalar(live)
+            if row is None:
+                return None
+            now = datetime.now(UTC)
+            if row.last_used_at is None or now - row.last_used_at > LAST_USED_RESOLUTION:
+                row.last_used_at = now
+            return _info(row)
+    except OperationalError:
+        if get_settings().read_database_url is None:
+            raise
+        with read_scope(()) as db:  # no namespace: the standby, if it answers
+            row = db.scalar(live)
+            return None if row is None else _info(row)

@@ -173,6 +173,25 @@ def test_reads_fall_back_to_the_primary_while_the_standby_is_down(
     assert "the read standby answers again" in caplog.text
 
 
+def test_the_read_plane_answers_from_the_standby_while_the_primary_is_down(
+    standby: PgStandby, caplog: Any
+) -> None:
+    """Search and context keep answering: the token is checked on the standby, the recall
+    log is lost (a warning), the namespace read there although it may lack a last write."""
+    caplog.set_level(logging.WARNING)
+    ingest_batch([turn("Let's go with Hoffmann Landscaping for the garden.", message_id="m1")])
+    token, _ = create_token(["pearl"])
+    standby.wait_replayed()
+    standby.stop("primary")
+    try:
+        with TestClient(create_app()) as api:
+            assert api_get(api, token, "/v1/search?q=Hoffmann")["items"]
+            assert "Hoffmann" in api_get(api, token, "/v1/context?seed_text=garden")["block"]
+    finally:
+        standby.start("primary")
+    assert "not logged" in caplog.text  # the recall log: the primary did not answer
+
+
 def test_a_write_on_the_standby_is_a_transient_fault(standby: PgStandby) -> None:
     """A writer that reached a standby (a failover under way, or a URL without
     target_session_attrs): its task is retried, not dead-lettered."""
