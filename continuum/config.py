@@ -92,6 +92,12 @@ class Settings(BaseSettings):
         description="Directory for embedded server data and servers.json.",
     )
     database_url: str | None = Field(default=None, description="SQLAlchemy URL of Postgres.")
+    read_database_url: str | None = Field(
+        default=None,
+        description="SQLAlchemy URL of a streaming standby the read plane (API, MCP, search, "
+        "context, listings) reads from; writes and workers always use the primary. Set it on "
+        "every process: a writer records what it wrote for read-your-writes only when it is set.",
+    )
     redis_url: str | None = Field(default=None, description="Redis URL for ephemeral state.")
     broker_url: str | None = Field(
         default=None, description="Celery broker (defaults to redis_url)."
@@ -280,7 +286,8 @@ class Settings(BaseSettings):
         default=0,
         ge=0,
         description="Events are accepted once this many replicas of the broker's Redis have "
-        "them (WAIT after the publish and its ledger record); 0: off, for a single Redis.",
+        "them (WAIT after the publish and its ledger record), and workers' hand-offs to the "
+        "next stage are confirmed the same way; 0: off, for a single Redis.",
     )
     redis_wait_timeout_ms: int = Field(
         default=1000,

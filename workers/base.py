@@ -9,14 +9,17 @@ import traceback
 from typing import Any
 
 import kombu.exceptions
+import psycopg.errors
 import redis
 from celery import Task
 from celery.exceptions import Retry, SoftTimeLimitExceeded
 from sqlalchemy.exc import DBAPIError, OperationalError
 
 from continuum.config import get_settings
+from continuum.contract.client import NotReplicatedError
 from continuum.pipeline import deadletters
 from continuum.redis_client import get_redis
+from continuum.store import reads
 
 log = logging.getLogger(__name__)
 DELIVERIES_KEY = "continuum:deliveries:{}"
@@ -34,6 +37,7 @@ TRANSIENT = (
     redis.TimeoutError,
     SoftTimeLimitExceeded,
     TransientError,
+    NotReplicatedError,  # a resend (redelivery) too few broker replicas confirmed
 )
 
 
@@ -50,7 +54,13 @@ def is_transient(exc: BaseException) -> bool:
         reply in str(exc) for reply in TRANSIENT_REDIS_REPLIES
     ):
         return True
-    return isinstance(exc, DBAPIError) and bool(exc.connection_invalidated)
+    if not isinstance(exc, DBAPIError):
+        return False
+    # A write that reached a standby (a failover under way: a connection made before the
+    # promotion, or a URL without target_session_attrs=read-write) passes with it.
+    return bool(exc.connection_invalidated) or isinstance(
+        exc.orig, psycopg.errors.ReadOnlySqlTransaction
+    )
 
 
 def backoff_seconds(retries: int, cap: float) -> float:
@@ -91,6 +101,10 @@ class ReliableTask(Task):
         log.error("dead-lettered %s[%s]: %s", self.name, self.request.id, reason)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        with reads.primary_only():  # a task reads where it writes: never the standby
+            return self._call(*args, **kwargs)
+
+    def _call(self, *args: Any, **kwargs: Any) -> Any:
         task_id = self.request.id
         if self.request.is_eager or not task_id:
             return self.run(*args, **kwargs)

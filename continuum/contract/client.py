@@ -91,7 +91,8 @@ class MemoryClient:
         try:
             # The producer span: its context travels in the task message (tracing).
             with tracing.span("continuum.emit", "producer", traced):
-                ledger.record(self._ledger, batch_id, payloads)
+                confirm = bool(get_settings().redis_wait_replicas)
+                ledger.record(self._ledger, batch_id, payloads, confirm=confirm)
                 self.app.send_task(
                     INGEST_EVENTS,
                     args=[payloads],

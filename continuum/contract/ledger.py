@@ -23,24 +23,36 @@ from continuum.redis_client import SyncRedis
 
 ENTRIES = "continuum:inflight"
 INDEX = "continuum:inflight:index"
+# A batch whose acceptance waits for replicas: a key beside its record, written with it,
+# that only its TTL removes (a worker settling the batch does not), the stamp `replicated`
+# writes again. Far longer than a publish's retries (CONTINUUM_REDIS_WAIT_S).
+CONFIRMING = "continuum:inflight:confirming:"
+CONFIRMING_TTL_S = 600
 
 
-def record(client: SyncRedis, batch_id: str, payloads: list[dict[str, Any]]) -> None:
+def record(
+    client: SyncRedis, batch_id: str, payloads: list[dict[str, Any]], *, confirm: bool = False
+) -> None:
+    """Record the batch before its publish; `confirm`: `replicated` will be asked about it."""
     pipe = client.pipeline(transaction=True)
     pipe.hset(ENTRIES, batch_id, json.dumps(payloads))
     pipe.zadd(INDEX, {batch_id: time.time()})
+    if confirm:
+        pipe.set(CONFIRMING + batch_id, 1, ex=CONFIRMING_TTL_S)
     pipe.execute()
 
 
 def replicated(client: SyncRedis, batch_id: str, replicas: int, timeout_ms: int) -> int:
-    """After the batch's publish: how many replicas have its ledger record and the publish,
-    waiting up to `timeout_ms` for `replicas` of them (WAIT). WAIT counts only the writes of
-    its own connection, and kombu published on another, so the record's time is stamped again
-    first on this one: the replication stream is in order, so a replica that has the stamp has
-    the publish before it. 0 when the record is gone (a failover lost it, or a worker settled
-    the batch already): not confirmed, and a resend is harmless."""
+    """After the publish of a batch recorded with `confirm`: how many replicas have its
+    ledger record and the publish, waiting up to `timeout_ms` for `replicas` of them (WAIT).
+    WAIT counts only the writes of its own connection, and kombu published on another, so the
+    batch's confirming key is written again first on this one (its TTL renewed): the
+    replication stream is in order, so a replica that has the stamp has the publish before
+    it. The key, not the record, because a fast worker may have settled the batch already
+    (the record gone, the batch done: accepted). 0 when the key is gone (a failover lost it
+    with the record): not confirmed, and a resend is harmless."""
     pipe = client.pipeline(transaction=False)
-    pipe.zadd(INDEX, {batch_id: time.time()}, xx=True, ch=True)
+    pipe.expire(CONFIRMING + batch_id, CONFIRMING_TTL_S)
     pipe.wait(replicas, timeout_ms)
     stamped, confirmed = pipe.execute()
     return int(confirmed) if stamped else 0

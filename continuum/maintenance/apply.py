@@ -27,6 +27,7 @@ from continuum.maintenance.workspace import write_memory_md
 from continuum.memory.claims import quarantine, reinforce, supersede
 from continuum.memory.gone_turns import delete_memories
 from continuum.memory.writer import WriteScope, store_memories
+from continuum.store import lsn_tokens
 
 
 def _compress(db: DbSession, namespace: str, action: Action) -> int:
@@ -92,6 +93,7 @@ def apply_step(
     """Apply one planned step (as planned: opened, `opened_step`) in the caller's
     transaction; returns rows it changed (by what they count under, for a step with several
     effects)."""
+    lsn_tokens.wrote(db, [namespace])
     op = action["op"]
     if op == "merge":
         return len(action["ids"]) if reinforce(db, action["keep"], action["ids"], TRIGGER) else 0

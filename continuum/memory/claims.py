@@ -31,7 +31,7 @@ from sqlalchemy.orm import Session as DbSession
 
 from continuum.domain.text import normalize_for_key
 from continuum.sealing.envelope import read_optional, read_text
-from continuum.store import metrics
+from continuum.store import lsn_tokens, metrics
 from continuum.store.models import MemoryLog
 
 Verdict = Literal[
@@ -123,7 +123,8 @@ def _log(
     details: dict[str, Any],
     trigger: str,
 ) -> None:
-    """Append one entry to memory_log."""
+    """Append one entry to memory_log (every change of a claim logs one)."""
+    lsn_tokens.wrote(db, [namespace])
     db.execute(
         insert(MemoryLog).values(
             namespace=namespace,
@@ -174,6 +175,7 @@ def _fold(db: DbSession, keep: Any, dups: Sequence[Any], trigger: str) -> None:
     updated and the change logged, in one statement."""
     dup_ids = [d.id for d in dups]
     corroboration, confidence, sources = _folded(keep, dups)
+    lsn_tokens.wrote(db, [keep.namespace])
     db.execute(
         text(
             "WITH merged AS (UPDATE memories SET status = 'merged', superseded_by = :keep, "

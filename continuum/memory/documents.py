@@ -48,6 +48,7 @@ from continuum.store import metrics
 from continuum.store.bulk import allocate_ids, insert_ignore
 from continuum.store.engine import session_scope
 from continuum.store.models import Memory, MemoryLog
+from continuum.store.reads import read_scope
 
 KIND = "document"
 TRIGGER = "document"
@@ -243,7 +244,7 @@ def _at(db: DbSession, namespace: str, path: Path, key: str) -> Memory | None:
 
 
 def get_document(namespace: str, path: Path, key: str) -> Document | None:
-    with session_scope() as db:
+    with read_scope(namespace) as db:
         row = _at(db, namespace, path, key)
         return _document(row) if row else None
 
@@ -284,7 +285,7 @@ def find_documents(
         check_filter(filter)
     found: list[Document] = []
     stmt = _scope(namespace, prefix).order_by(Memory.updated_at.desc(), Memory.id.desc())
-    with session_scope() as db:
+    with read_scope(namespace) as db:
         for row in db.scalars(stmt.execution_options(yield_per=200)):
             document = _document(row)
             if filter and not matches(document.value, filter):
@@ -301,7 +302,7 @@ def find_documents(
 def documents_by_id(namespace: str, ids: Sequence[int]) -> dict[int, Document]:
     """The active documents among memories `ids`."""
     stmt = _scope(namespace, ()).where(Memory.id.in_(list(ids)))
-    with session_scope() as db:
+    with read_scope(namespace) as db:
         return {row.id: _document(row) for row in db.scalars(stmt)}
 
 
@@ -311,7 +312,7 @@ def paths(namespace: str) -> list[Path]:
         "SELECT DISTINCT t FROM memories, unnest(tags) AS t WHERE namespace = :ns "
         "AND kind = :kind AND status = 'active' AND t LIKE :tag"
     )
-    with session_scope() as db:
+    with read_scope(namespace) as db:
         tags = db.scalars(sql, {"ns": namespace, "kind": KIND, "tag": PATH_TAG + "%"}).all()
     return sorted(tuple(tag.removeprefix(PATH_TAG).split(SEPARATOR)) for tag in tags)
 

@@ -17,6 +17,7 @@ from typing import Any
 from sqlalchemy import delete, func, text, update
 from sqlalchemy.orm import Session as DbSession
 
+from continuum.store import lsn_tokens
 from continuum.store.engine import session_scope
 from continuum.store.models import Message, Session
 
@@ -26,6 +27,7 @@ def delete_memories(db: DbSession, namespace: str, ids: Sequence[int]) -> int:
     `memory_log` entries keep only their ids (and say `purged`). Returns rows deleted."""
     if not ids:
         return 0
+    lsn_tokens.wrote(db, [namespace])
     db.execute(
         text(
             "UPDATE memory_log SET details = coalesce((SELECT jsonb_object_agg(k, v) FROM "
@@ -90,6 +92,7 @@ def erase_turns(namespace: str, session_id: str, message_ids: Sequence[str] | No
     with session_scope() as db:
         gone = db.execute(stmt.returning(Message.session_id, Message.message_id)).all()
         if gone:
+            lsn_tokens.wrote(db, [namespace])
             db.execute(
                 update(Session)
                 .where(Session.namespace == namespace, Session.session_id == session_id)

@@ -18,6 +18,7 @@ from continuum.domain.text import snake
 from continuum.memory.writer import WriteScope, explicit_candidate, store_memories
 from continuum.store.engine import session_scope
 from continuum.store.models import Memory
+from continuum.store.reads import read_scope
 
 _PREFIX_CATEGORIES = (
     ("rule_", "assistant_rules"),
@@ -98,7 +99,7 @@ def get_preferences(
     include_private: bool = False,
 ) -> list[Preference]:
     """Every active preference (newest per key), optionally of one category, sorted by key."""
-    with session_scope() as db:
+    with read_scope(namespace) as db:
         found = [Preference.of(m) for m in db.scalars(_query(namespace, user_id, include_private))]
     newest: dict[str, Preference] = {}
     for pref in found:
@@ -114,7 +115,7 @@ def get_preference(
 ) -> Preference | None:
     """The active preference under `key` (case-insensitive), or None."""
     stmt = _query(namespace, user_id, include_private).where(func.lower(Memory.key) == snake(key))
-    with session_scope() as db:
+    with read_scope(namespace) as db:
         memory = db.scalars(stmt.limit(1)).first()
         return Preference.of(memory) if memory else None
 

@@ -50,6 +50,7 @@ from continuum.memory.writer import (
 from continuum.store import metrics
 from continuum.store.engine import session_scope
 from continuum.store.models import Memory, MemoryLog
+from continuum.store.reads import read_scope
 
 log = logging.getLogger(__name__)
 FORGETTABLE = ("active", "quarantined", "superseded", "merged", "archived")
@@ -306,7 +307,7 @@ class MemoryTools:
         if not self.main_context:
             stmt = stmt.where(Memory.private.is_(False))
         stmt = stmt.order_by(Memory.created_at.desc(), Memory.id.desc()).limit(args.limit)
-        with session_scope() as db:
+        with read_scope(self.ctx.namespace) as db:
             memories = [
                 {
                     "memoryId": m.id,

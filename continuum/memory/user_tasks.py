@@ -48,6 +48,7 @@ from continuum.sealing.envelope import read_text, seal, seal_optional
 from continuum.store.bulk import allocate_ids, insert_rows
 from continuum.store.engine import session_scope
 from continuum.store.models import UserTask
+from continuum.store.reads import read_scope
 
 TaskStatus = Literal["pending", "in_progress", "blocked", "done", "cancelled"]
 TASK_STATUSES: tuple[str, ...] = get_args(TaskStatus)
@@ -222,7 +223,7 @@ def list_tasks(
     suggested: bool = False,
 ) -> list[TaskView]:
     """Tasks as `tasks_query` lists them (`suggested`: the suggestions waiting instead)."""
-    with session_scope() as db:
+    with read_scope(namespace) as db:
         query = tasks_query(
             namespace, user_id, active_only=active_only, limit=limit, suggested=suggested
         )

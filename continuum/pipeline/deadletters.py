@@ -22,6 +22,7 @@ from continuum.sealing.envelope import (
     seal,
     seal_json,
 )
+from continuum.store import lsn_tokens
 from continuum.store.bulk import allocate_ids
 from continuum.store.engine import session_scope
 from continuum.store.models import DeadLetter
@@ -64,6 +65,8 @@ def record(
             namespace=escape_text(namespace) if namespace else namespace,
         )
     )
+    if namespace:
+        lsn_tokens.wrote(db, [namespace])
 
 
 KIND = "dead_letters.payload"

@@ -23,6 +23,7 @@ from sqlalchemy.orm import Session as DbSession
 from continuum.config import ConfigError, get_settings
 from continuum.inference.embedding import Embedder, get_embedder
 from continuum.sealing.envelope import read_text
+from continuum.store import lsn_tokens
 from continuum.store.engine import driver_connection, session_scope
 from continuum.store.models import SystemState
 
@@ -70,11 +71,12 @@ def embed_batch(table: str, embedder: Embedder, batch_size: int, deadline: float
         _check_model(db, embedder)
         rows = db.execute(
             text(
-                f"SELECT id, content FROM {table} WHERE {PENDING} "
+                f"SELECT id, namespace, content FROM {table} WHERE {PENDING} "
                 "ORDER BY id LIMIT :n FOR UPDATE SKIP LOCKED"
             ),
             {"n": batch_size * CLAIM_BATCHES, "no_vectors": get_settings().no_vector_tenants},
         ).all()
+        lsn_tokens.wrote(db, {row.namespace for row in rows})
         halfvec = TypeInfo.fetch(driver_connection(db), "halfvec")
         assert halfvec is not None, "pgvector's halfvec type is missing: run `continuum db upgrade`"
         kind = f"{table}.content"

@@ -62,10 +62,10 @@ from continuum.recall.items import (
 )
 from continuum.recall.packing import dedupe, drop_tracked, merge, pack, score
 from continuum.recall.rankings import SEARCH_SETTINGS, send_settings, want_settings
-from continuum.recall.recall_log import injected_for_topic, log_recall
+from continuum.recall.recall_log import UNFLUSHED, injected_for_topic, log_recall, log_recall_apart
 from continuum.recall.scope import SearchFilters
 from continuum.recall.search import Alongside, PreparedQuery, prepare_query, search_in
-from continuum.store.engine import session_scope
+from continuum.store.reads import read_scope, writable
 
 HIDDEN_STATUSES = ("superseded", "quarantined", "forgotten", "archived")
 
@@ -193,11 +193,14 @@ def _recall(request: RecallRequest) -> ContextResult:
     seed = request.seed_text
     prepared = prepare_query(seed, scope, request.now) if seed.strip() else None
     handoff = _pending_handoff(request)
-    with session_scope() as db:
-        # The only write is the recall log: it need not wait for a WAL flush (a crash may
-        # lose the last few log rows, never a memory). Sent with the first statement that
-        # carries settings (a search's first), else before the log.
-        want_settings(db, {**SEARCH_SETTINGS, "synchronous_commit": "off"})
+    with read_scope(request.namespace) as db:
+        # The only write is the recall log: in the same transaction on the primary, where it
+        # need not wait for a WAL flush (a crash may lose the last few log rows, never a
+        # memory); after a standby's read, in a transaction of its own on the primary. The
+        # settings go with the first statement that carries settings (a search's first), else
+        # before the log.
+        on_primary = writable(db)
+        want_settings(db, {**SEARCH_SETTINGS, **(UNFLUSHED if on_primary else {})})
         candidates = []
         for candidate in _gather(db, request, scope, prepared, handoff):
             if candidate.ref in request.skip_refs:
@@ -221,8 +224,11 @@ def _recall(request: RecallRequest) -> ContextResult:
             query_id=str(uuid.uuid4()),
             topic=topic_slug(request.seed_text) if request.seed_text.strip() else "general",
         )
-        send_settings(db)
-        log_recall(db, request, result)
+        if on_primary:
+            send_settings(db)
+            log_recall(db, request, result)
+    if not on_primary:
+        log_recall_apart(request, result)
     return result
 
 

@@ -30,8 +30,8 @@ from sqlalchemy.dialects.postgresql import TSVECTOR
 
 from continuum.recall.namespace_queries import MessageHit, full_text, message_hits
 from continuum.sealing.terms import stored_tags
-from continuum.store.engine import session_scope
 from continuum.store.models import TSV_CRON_REPORTS, CronReport, Memory, Message, Session
+from continuum.store.reads import read_scope
 
 CRON_TERMS = literal_column(TSV_CRON_REPORTS, TSVECTOR)  # the expression its index covers
 
@@ -99,7 +99,7 @@ def messages(
         Message.channel: filters.channel,
         Message.user_id: filters.user_id,
     }
-    with session_scope() as db:
+    with read_scope(namespaces) as db:
         rank: ColumnElement[float] = literal(0.0)
         match = None
         if filters.query:
@@ -144,7 +144,7 @@ def memories(namespaces: Sequence[str], filters: MemoryFilters, window: Window) 
                 )
             )
         )
-    with session_scope() as db:
+    with read_scope(namespaces) as db:
         if filters.query:
             match, rank = full_text(db, namespaces, Memory.namespace, Memory.tsv, filters.query)
             stmt = stmt.where(match).order_by(rank.desc())
@@ -164,7 +164,7 @@ def cron_reports(
         window,
         {CronReport.cron_name: cron_name},
     )
-    with session_scope() as db:
+    with read_scope(namespaces) as db:
         if query:  # on the indexed terms: keyed for an encrypted tenant, whose text is sealed
             match, _ = full_text(db, namespaces, CronReport.namespace, CRON_TERMS, query)
             stmt = stmt.where(match)
@@ -180,7 +180,7 @@ def cron_names(namespaces: Sequence[str]) -> list[str]:
         .distinct()
         .order_by(CronReport.cron_name)
     )
-    with session_scope() as db:
+    with read_scope(namespaces) as db:
         return list(db.scalars(stmt))
 
 
@@ -197,7 +197,7 @@ def sessions(
         {Session.channel: channel, Session.source: source},
     )
     stmt = stmt.order_by(Session.last_activity_at.desc().nulls_last(), Session.id.desc())
-    with session_scope() as db:
+    with read_scope(namespaces) as db:
         return list(db.scalars(stmt))
 
 
@@ -209,5 +209,5 @@ def find_session(namespaces: Sequence[str], session_id: str) -> Session | None:
         .order_by(Session.namespace)
         .limit(1)
     )
-    with session_scope() as db:
+    with read_scope(namespaces) as db:
         return db.scalar(stmt)

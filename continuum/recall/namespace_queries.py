@@ -23,8 +23,8 @@ from sqlalchemy.orm import Session as DbSession
 from continuum.config import get_settings
 from continuum.recall.timeparse import day_span
 from continuum.sealing.terms import keyed_websearch
-from continuum.store.engine import session_scope
 from continuum.store.models import Memory, Message, Session
+from continuum.store.reads import read_scope
 
 
 @dataclass(frozen=True)
@@ -97,7 +97,7 @@ def search_messages(
     user_id: str | None = None,
 ) -> list[MessageHit]:
     """Full-text search of raw messages (web-search syntax: quotes, OR, -word)."""
-    with session_scope() as db:
+    with read_scope(namespace) as db:
         match, rank = full_text(db, [namespace], Message.namespace, Message.tsv, query)
         stmt = (
             select(Message, rank)
@@ -122,7 +122,7 @@ def recent_messages(namespace: str, *, limit: int = 20) -> list[MessageHit]:
         .order_by(Message.created_at.desc(), Message.id.desc())
         .limit(limit)
     )
-    with session_scope() as db:
+    with read_scope(namespace) as db:
         return list(reversed(message_hits(db.execute(stmt).all())))
 
 
@@ -139,19 +139,19 @@ def day_messages(namespace: str, day: date, tz: str | tzinfo | None = None) -> l
         )
         .order_by(Message.created_at, Message.id)
     )
-    with session_scope() as db:
+    with read_scope(namespace) as db:
         return message_hits(db.execute(stmt).all())
 
 
 def get_session(namespace: str, session_id: str) -> Session | None:
-    with session_scope() as db:
+    with read_scope(namespace) as db:
         return db.scalar(
             select(Session).where(Session.namespace == namespace, Session.session_id == session_id)
         )
 
 
 def list_sessions(namespace: str, *, limit: int = 20) -> list[Session]:
-    with session_scope() as db:
+    with read_scope(namespace) as db:
         return list(
             db.scalars(
                 select(Session)
@@ -164,7 +164,7 @@ def list_sessions(namespace: str, *, limit: int = 20) -> list[Session]:
 
 def recent_memories(namespace: str, *, limit: int = 20) -> list[Memory]:
     """The newest `limit` active memories, listed oldest first (in the order captured)."""
-    with session_scope() as db:
+    with read_scope(namespace) as db:
         newest = list(
             db.scalars(
                 select(Memory)

@@ -4,25 +4,34 @@ their scores — and read back by topic-shift recall, which skips what a recall 
 previous topic already injected.
 
 Writer and reader live together because they share one format (the `details` keys, the
-keyed topic label): a change to one must be a change to the other.
+keyed topic label): a change to one must be a change to the other. Both are the primary's:
+a block read from a standby (`continuum.store.reads`) is logged in a transaction of its own
+on the primary, and what topic-shift recall skips is what was logged, at once.
 """
 
 from __future__ import annotations
 
+import logging
 from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import text
 from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session as DbSession
 
 from continuum.recall.items import ContextResult, RecallRequest
+from continuum.recall.rankings import set_local
 from continuum.sealing.envelope import seal
 from continuum.sealing.terms import keyed_label
 from continuum.sealing.tombstones import UserForgotten
 from continuum.store.engine import session_scope
 from continuum.store.models import MemoryLog
 
+log = logging.getLogger(__name__)
 QUERY_KIND = "memory_log.query"
+# The recall log need not wait for a WAL flush: a crash may lose its last few rows, never a
+# memory.
+UNFLUSHED = {"synchronous_commit": "off"}
 
 
 def _logged_query(request: RecallRequest, query_id: str) -> str | None:
@@ -54,6 +63,17 @@ def log_recall(db: DbSession, request: RecallRequest, result: ContextResult) -> 
             namespace=request.namespace, action="recall", trigger="context", details=details
         )
     )
+
+
+def log_recall_apart(request: RecallRequest, result: ContextResult) -> None:
+    """`log_recall` in a transaction of its own on the primary (for a block read from the
+    standby). A primary that does not answer costs the row, not the block: a warning."""
+    try:
+        with session_scope() as db:
+            set_local(db, UNFLUSHED)
+            log_recall(db, request, result)
+    except OperationalError as exc:
+        log.warning("recall %s of %s not logged: %s", result.query_id, request.namespace, exc)
 
 
 def injected_for_topic(

@@ -46,7 +46,7 @@ from continuum.recall.textquery import (
 )
 from continuum.recall.timeparse import TimeRange, parse_time_range, strip_phrase
 from continuum.sealing.terms import keyed_lexemes, stored_tags
-from continuum.store.engine import session_scope
+from continuum.store.reads import read_scope
 
 CANDIDATES = 50
 
@@ -250,5 +250,5 @@ def search(namespace: str, query: str, **options: Unpack[SearchOptions]) -> list
     (plus in-window ranks when the query names a time, relative to `now` on the tenant's
     clock, or `tz`'s: "yesterday" is a local day); `neighbours=n` attaches the n turns
     around each message hit."""
-    with session_scope() as db:
+    with read_scope(namespace) as db:
         return search_in(db, namespace, query, **options)

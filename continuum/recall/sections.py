@@ -21,7 +21,7 @@ from continuum.recall.candidates import (
     task_candidates,
 )
 from continuum.recall.items import Candidate, RecallConfig
-from continuum.store.engine import session_scope
+from continuum.store.reads import read_scope
 
 
 def _listing(candidates: list[Candidate]) -> list[dict[str, Any]]:
@@ -48,7 +48,7 @@ def _list_memories(
 ) -> list[dict[str, Any]]:
     config = RecallConfig()
     scope = replace(context_scope(user_id, channel, config), channel=in_channel)
-    with session_scope() as db:
+    with read_scope(namespace) as db:
         (found,) = memory_candidates(db, namespace, scope, [spec], datetime.now(UTC), config)
     return _listing(found)
 
@@ -77,5 +77,5 @@ def active_tasks(
     """Tasks pending, in progress or blocked, visible from every channel (R8); due days
     are the tenant's (or `tz`'s)."""
     zone = get_settings().zone_for(namespace, tz)
-    with session_scope() as db:
+    with read_scope(namespace) as db:
         return _listing(task_candidates(db, namespace, user_id, limit, zone))

@@ -10,8 +10,8 @@ from typing import Literal
 from sqlalchemy import select
 
 from continuum.domain.records import Turn
-from continuum.store.engine import session_scope
 from continuum.store.models import Message
+from continuum.store.reads import read_scope
 
 
 def session_turns(
@@ -34,7 +34,7 @@ def session_turns(
         .offset(offset)
         .limit(limit)
     )
-    with session_scope() as db:
+    with read_scope(namespaces) as db:
         return [
             Turn(
                 id=m.id,

@@ -42,8 +42,8 @@ from continuum.recall.context import context
 from continuum.recall.scope import SearchFilters
 from continuum.recall.search import search
 from continuum.security.tokens import TokenInfo, authenticate
-from continuum.store.engine import session_scope
 from continuum.store.models import DeadLetter, Memory, Message, ProcessedEvent
+from continuum.store.reads import read_scope
 
 CHANNEL = "mcp"
 Transport = Literal["stdio", "http"]
@@ -144,7 +144,7 @@ def _memory_status(caller: Caller, event_id: str) -> dict[str, Any]:
         key = uuid.UUID(event_id)
     except ValueError:
         raise ToolError(f"{event_id!r} is not an event id (a UUID from `remember`)") from None
-    with session_scope() as db:
+    with read_scope(caller.namespace) as db:
         landed = db.get(ProcessedEvent, (caller.namespace, key))
         if landed is None:
             failed = db.scalar(select(DeadLetter.reason).where(
@@ -225,7 +225,7 @@ def _memory_tool(caller: Caller, name: str, arguments: dict[str, Any]) -> dict[s
     if not result["success"]:
         raise ToolError(result["message"])
     if name == "forget_memory":
-        with session_scope() as db:
+        with read_scope(caller.namespace) as db:
             removed = db.execute(select(Memory.id, Memory.kind, Memory.key, Memory.content)
                                  .where(Memory.id.in_(result["memoryIds"]))).all()  # fmt: skip
         result["removed"] = [{"memoryId": row.id, "type": row.kind, "key": row.key,

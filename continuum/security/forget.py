@@ -35,6 +35,7 @@ from continuum.sealing.entries import open_line
 from continuum.sealing.envelope import key_id_of
 from continuum.sealing.keys import keyring
 from continuum.sealing.tombstones import lock_user
+from continuum.store import lsn_tokens
 from continuum.store.engine import session_scope
 from continuum.store.models import (
     DataKey,
@@ -267,6 +268,7 @@ def forget_user(namespace: str, user_id: str) -> ForgetReport:
     keys = _shred(namespace, user_id)
     stores: dict[str, StoreReport] = {}
     with session_scope() as db:
+        lsn_tokens.wrote(db, [namespace])
         # vectors and preferences are columns and rows of the memories and messages deleted
         for store, (model, ids) in _Rows(db, namespace, user_id).scan().items():
             stores[store] = StoreReport(found=len(ids), removed=len(ids))

@@ -28,11 +28,13 @@ from datetime import UTC, datetime, timedelta
 
 import redis
 from sqlalchemy import func, select, update
+from sqlalchemy.exc import OperationalError
 
 from continuum.config import get_settings
 from continuum.redis_client import get_redis
 from continuum.store.engine import session_scope
 from continuum.store.models import ApiToken
+from continuum.store.reads import read_scope
 
 TOKEN_PREFIX = "ctm_"
 LAST_USED_RESOLUTION = timedelta(minutes=1)  # at most one last_used_at write a minute
@@ -169,17 +171,25 @@ token_cache = _TokenCache()
 
 def _lookup(digest: str) -> TokenInfo | None:
     """The live token of `digest` from Postgres, its last use recorded (at most once a
-    minute)."""
-    with session_scope() as db:
-        row = db.scalar(
-            select(ApiToken).where(ApiToken.token_hash == digest, ApiToken.revoked_at.is_(None))
-        )
-        if row is None:
-            return None
-        now = datetime.now(UTC)
-        if row.last_used_at is None or now - row.last_used_at > LAST_USED_RESOLUTION:
-            row.last_used_at = now
-        return _info(row)
+    minute). While the primary does not answer, the token as the read standby has it (its
+    revocations replicate), its use not recorded: the read plane keeps answering from the
+    standby."""
+    live = select(ApiToken).where(ApiToken.token_hash == digest, ApiToken.revoked_at.is_(None))
+    try:
+        with session_scope() as db:
+            row = db.scalar(live)
+            if row is None:
+                return None
+            now = datetime.now(UTC)
+            if row.last_used_at is None or now - row.last_used_at > LAST_USED_RESOLUTION:
+                row.last_used_at = now
+            return _info(row)
+    except OperationalError:
+        if get_settings().read_database_url is None:
+            raise
+        with read_scope(()) as db:  # no namespace: the standby, if it answers
+            row = db.scalar(live)
+            return None if row is None else _info(row)
 
 
 def _record_use(known: _Known) -> None:
@@ -188,12 +198,16 @@ def _record_use(known: _Known) -> None:
     if now - known.last_used <= LAST_USED_RESOLUTION:
         return
     known.last_used = now  # first, so concurrent requests do not write it too
-    with session_scope() as db:
-        db.execute(
-            update(ApiToken)
-            .where(ApiToken.id == known.info.id, ApiToken.revoked_at.is_(None))
-            .values(last_used_at=func.greatest(ApiToken.last_used_at, now))
-        )
+    try:
+        with session_scope() as db:
+            db.execute(
+                update(ApiToken)
+                .where(ApiToken.id == known.info.id, ApiToken.revoked_at.is_(None))
+                .values(last_used_at=func.greatest(ApiToken.last_used_at, now))
+            )
+    except OperationalError:
+        if get_settings().read_database_url is None:
+            raise  # with a standby, a primary that does not answer only goes unrecorded
 
 
 def authenticate(token: str) -> TokenInfo | None:

@@ -8,7 +8,8 @@ cost ingest more CPU than Postgres took to store the rows.
 Postgres turns each JSON value into its column's type (JSON arrays into arrays). Result
 columns keep their model types, so sealed values read back as the model reads them (with
 their row, as the column types read them). A writer that seals binds each value to its row
-before the row exists: `allocate_ids` draws the ids from the table's sequence first.
+before the row exists: `allocate_ids` draws the ids from the table's sequence first. The
+rows' namespaces are marked written for read-your-writes (`lsn_tokens.wrote`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.sql.elements import TextClause
 from sqlalchemy.types import TypeDecorator, TypeEngine
+
+from continuum.store import lsn_tokens
 
 _DIALECT = postgresql.dialect()
 
@@ -122,6 +125,8 @@ def insert_rows(
     )
     batch = json.dumps(rows, default=_json_default, ensure_ascii=False)
     result = db.execute(statement, {"rows": batch})
+    if "namespace" in rows[0]:
+        lsn_tokens.wrote(db, {row["namespace"] for row in rows})
     return list(result) if returning else []
 
 

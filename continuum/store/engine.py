@@ -1,5 +1,6 @@
-"""Engine and session handling: one pooled engine per process, disposed after fork; and
-`statements_run`, what the tests and benchmarks count round trips with."""
+"""Engine and session handling: one pooled engine per URL and process, disposed after fork;
+the primary's transactions (`session_scope`); `statements_run`, what the tests and benchmarks
+count round trips with. Where a read goes: `continuum.store.reads`."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from continuum.config import get_settings
 from continuum.observability import tracing
+from continuum.store import lsn_tokens
 
 _engines: dict[tuple[int, str], Engine] = {}
 
@@ -90,10 +92,13 @@ class _Committing:
 
 @contextmanager
 def session_scope(url: str | None = None) -> Iterator[Session]:
-    """A transaction: commits on success, rolls back on any error."""
+    """A transaction: commits on success, rolls back on any error. Once it has committed, the
+    namespaces it said it changed get their read-your-writes tokens (`lsn_tokens`)."""
     factory = sessionmaker(get_engine(url), expire_on_commit=False)
-    with factory() as session, _Committing(session):
-        yield session
+    with factory() as session:
+        with _Committing(session):
+            yield session
+        lsn_tokens.record_committed(session)
 
 
 @contextmanager

@@ -26,6 +26,7 @@ from continuum.recall.listings import Window
 from continuum.recall.timeparse import day_span
 from continuum.sealing.envelope import seal
 from continuum.sealing.terms import terms_for
+from continuum.store import lsn_tokens
 from continuum.store.models import CronReport as CronReportRow
 from continuum.transcripts import CronReport
 
@@ -37,6 +38,7 @@ def upsert_report(
 ) -> bool:
     """Insert or refresh the session's report; True when a row was written or changed."""
     summary = clean_text(report.text)
+    lsn_tokens.wrote(db, [namespace])
     values = {
         "namespace": namespace,
         "session_id": session_id,

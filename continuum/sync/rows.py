@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session as DbSession
 from continuum.conversations.writer import MessageRow, SessionFacts
 from continuum.domain.storable import clean_json, clean_text
 from continuum.sealing.envelope import COMPACTION_KIND, seal_json
+from continuum.store import lsn_tokens
 from continuum.store.models import Session
 from continuum.transcripts import Compaction, TranscriptMessage
 
@@ -83,5 +84,6 @@ def add_compactions(
     ]
     if new:
         details["compactions"] = stored + new
+        lsn_tokens.wrote(db, [namespace])
         db.execute(update(Session).where(*where).values(details=details))
     return len(new)

@@ -12,6 +12,7 @@ from continuum.api.auth import NOT_FOUND, ScopeDep
 from continuum.api.pagination import Page, PageDep
 from continuum.memory.claims import Conflict, Settled, conflicts, settle
 from continuum.store.engine import session_scope
+from continuum.store.reads import read_scope
 
 router = APIRouter(prefix="/v1/conflicts", tags=["memories"])
 
@@ -23,7 +24,7 @@ def list_conflicts(
     user_id: Annotated[str | None, Query(max_length=200, description="Only this user's.")] = None,
 ) -> Page[Conflict]:
     """Open conflicts in the token's instances, oldest first."""
-    with session_scope() as db:
+    with read_scope(scope.namespaces) as db:
         found = conflicts(db, scope.namespaces, user_id, limit=page.fetch, offset=page.offset)
     return page.page(found)
 
