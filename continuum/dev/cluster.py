@@ -1,8 +1,8 @@
 """Many machines on one (`make test-cluster`, docs/deploy.md): each host of a deployment is a
 Linux network namespace with its own address on a private bridge, and runs what that machine
 would: Redis hosts (master or replica, and a sentinel each), a Postgres primary (and, added
-on demand, a streaming standby), worker hosts (a third sentinel on one), an API host and a
-producer host. A host can be killed (SIGKILL every process in it), frozen (SIGSTOP), cut off
+on demand, a streaming standby), worker hosts (a third sentinel and a second replica on
+one), an API host and a producer host. A host can be killed (SIGKILL every process in it), frozen (SIGSTOP), cut off
 (its link down) and restored.
 
 Root only (`ip netns`, veth pairs, a bridge): `unavailable()` says why it cannot run here.
@@ -29,6 +29,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
+from urllib.parse import quote
 
 from continuum.dev.embedded import DATABASE_NAME, EmbeddedError, _embedded_postgres
 from continuum.dev.redis_ha import Placement, RedisHA
@@ -54,19 +55,25 @@ HOSTS: dict[str, int] = {
 }
 STANDBY = ("pg-standby", 22)
 WORKER_HOSTS = ("worker-1", "worker-2", "worker-3")
-# Which host runs each Redis node: a sentinel beside each Redis, the third on a worker host.
+# Which host runs each Redis node: a sentinel beside each Redis, the third on a worker host
+# with a second replica, so that with events accepted once on a replica (WAIT 1) a Redis
+# host can die without stopping the producers (docs/deploy.md, "Redis HA").
 REDIS_PLACEMENT = {
     "master": "redis-a",
     "sentinel1": "redis-a",
     "replica1": "redis-b",
     "sentinel2": "redis-b",
+    "replica2": "worker-3",
     "sentinel3": "worker-3",
 }
 # Postgres on every host. A worker host frozen or cut off inside a transaction leaves its
 # session open, holding its rows (the batch's processed_events among them), and the server
 # would wait for it indefinitely: the batch redelivered to another host would wait behind it.
 # The session is ended after 10 s idle in its transaction, or once the host's TCP stops
-# answering (keepalives, and unacknowledged sends: tcp_user_timeout); docs/deploy.md.
+# answering (keepalives, and unacknowledged sends: tcp_user_timeout); and a worker's
+# transaction is ended 10 s after it began (WORKER_SESSION), even while it waits for a lock
+# held by another frozen session of the same host, which the idle timeout alone would let
+# wait another 10 s (docs/deploy.md).
 PG_SETTINGS = {
     "max_connections": "200",
     "shared_buffers": "256MB",
@@ -75,7 +82,11 @@ PG_SETTINGS = {
     "tcp_keepalives_interval": "1",
     "tcp_keepalives_count": "3",
     "tcp_user_timeout": "'10s'",
+    "log_lock_waits": "on",  # a failed scenario's Postgres log says who held up whom
 }
+
+
+WORKER_SESSION = "-c transaction_timeout=10s"
 
 
 class ClusterError(EmbeddedError):
@@ -228,8 +239,10 @@ class ClusterPostgres:
         self.log = directory / f"{host.name}.log"
         self.primary = primary
 
-    def url(self, database: str = DATABASE_NAME) -> str:
-        return f"postgresql+psycopg://postgres@{self.host.address}:{PG_PORT}/{database}"
+    def url(self, database: str = DATABASE_NAME, options: str = "") -> str:
+        """The server's URL; `options`: settings of each session (libpq's `options`)."""
+        query = f"?options={quote(options)}" if options else ""
+        return f"postgresql+psycopg://postgres@{self.host.address}:{PG_PORT}/{database}{query}"
 
     def _bin(self, name: str) -> str:
         _embedded_postgres()  # the package, loaded quietly
@@ -266,7 +279,7 @@ class ClusterPostgres:
         else:
             self._as_user(self._bin("pg_basebackup"), "-h", self.primary.host.address,
                           "-p", str(PG_PORT), "-U", "postgres", "-D", str(self.data),
-                          "-R", "-X", "stream")  # fmt: skip
+                          "-R", "-X", "stream", "--checkpoint=fast")  # fmt: skip
         self.start()
 
     def start(self) -> None:
@@ -307,7 +320,7 @@ class Cluster:
             node: Placement(self.hosts[host].address, self.hosts[host].launcher())
             for node, host in REDIS_PLACEMENT.items()
         }
-        self.redis = RedisHA(self.directory / "redis", placement=placement)
+        self.redis = RedisHA(self.directory / "redis", replicas=2, placement=placement)
         self.postgres = ClusterPostgres(self.hosts["pg-primary"], self.directory / "pg")
         self.standby: ClusterPostgres | None = None
         self._lock: IO[str] | None = None
@@ -385,11 +398,11 @@ class Cluster:
     # -- settings and processes ------------------------------------------------------
     def env(self, **settings: Any) -> dict[str, str]:
         """What every Continuum process of the cluster runs with: the URLs of the cluster's
-        Postgres and of Redis through the sentinels, events accepted once on the replica,
+        Postgres (a transaction ends 10 s after it began) and of Redis through the sentinels, events accepted once on the replica,
         no embedding model (no download, nothing to skew timings), plus `settings`
         (`visibility_timeout_s=10` → CONTINUUM_VISIBILITY_TIMEOUT_S)."""
         values = {
-            "database_url": self.postgres.url(),
+            "database_url": self.postgres.url(options=WORKER_SESSION),
             "broker_url": self.redis.url(0),
             "redis_url": self.redis.url(1),
             "redis_wait_replicas": 1,

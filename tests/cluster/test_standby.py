@@ -15,12 +15,19 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import psycopg
 import pytest
 
-from continuum.dev.cluster import PG_PORT, WORKER_HOSTS, Cluster, ClusterPostgres
+from continuum.dev.cluster import (
+    PG_PORT,
+    WORKER_HOSTS,
+    WORKER_SESSION,
+    Cluster,
+    ClusterPostgres,
+)
 from tests.support.cluster import (
     produced,
     show,
@@ -78,7 +85,8 @@ def following_url(cluster: Cluster, standby: ClusterPostgres) -> str:
     process with it follows a promotion without a restart."""
     hosts = "&".join(f"host={server.host.address}:{PG_PORT}"
                      for server in (cluster.postgres, standby))  # fmt: skip
-    return f"postgresql+psycopg://postgres@/continuum?{hosts}&target_session_attrs=read-write"
+    return (f"postgresql+psycopg://postgres@/continuum?{hosts}&target_session_attrs=read-write"
+            f"&options={quote(WORKER_SESSION)}")  # fmt: skip
 
 
 @pytest.fixture(scope="module")
