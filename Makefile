@@ -7,7 +7,7 @@ STAMP   := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install demo test test-faults test-all bench bench-million eval soak lint format up down clean
+.PHONY: install demo test test-faults test-cluster test-all bench bench-million eval soak lint format up down clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -24,10 +24,13 @@ demo: install ## Servers up, migrate, worker, sample conversations, recall, stop
 test: install ## The layer contract, then the default suite (fast), against real embedded servers and workers.
 	$(BIN)/lint-imports
 	@command -v node >/dev/null && command -v npm >/dev/null || echo "node/npm not found: the TypeScript client's tests are skipped (apt-get install nodejs npm)"
-	$(BIN)/pytest -m "not slow" -q
+	$(BIN)/pytest -m "not slow and not cluster" -q
 
 test-faults: install ## Slow fault-injection tests: killed workers, restarted servers.
-	$(BIN)/pytest -m slow -q
+	$(BIN)/pytest -m "slow and not cluster" -q
+
+test-cluster: install ## Many hosts on one machine (root: network namespaces): worker hosts killed, frozen, cut off; Redis failover; a Postgres standby.
+	$(BIN)/pytest -m cluster -q -s tests/cluster
 
 bench: install ## Benchmarks against real servers; tables printed, saved to bench/results/.
 	$(PY) -m bench

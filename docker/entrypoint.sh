@@ -4,6 +4,8 @@
 #   worker [QUEUES]  celery worker on QUEUES (default: all), CONTINUUM_CONCURRENCY processes
 #   beat             celery beat (run exactly one)
 #   flower           flower with basic auth (CONTINUUM_FLOWER_PASSWORD required)
+#   api              the HTTP API and Mission Control on port 8000 (every interface of the container)
+#   mcp              the MCP server over streamable HTTP on port 8765 (the API's bearer tokens)
 #   migrate          apply migrations and exit
 #   check            readiness check and exit
 set -eu
@@ -26,9 +28,9 @@ wait_ready() {
 }
 
 case "$role" in
-  worker|beat|flower|migrate|check) ;;
+  worker|beat|flower|api|mcp|migrate|check) ;;
   *)
-    echo "continuum-entrypoint: unknown role '$role' (use worker, beat, flower, migrate or check)" >&2
+    echo "continuum-entrypoint: unknown role '$role' (use worker, beat, flower, api, mcp, migrate or check)" >&2
     exit 64
     ;;
 esac
@@ -48,5 +50,9 @@ case "$role" in
     ;;
   beat) exec continuum beat ;;
   flower) exec continuum flower ;;
+  # Inside its container a server must listen on every interface to be reachable at all;
+  # compose publishes both on the host's loopback only.
+  api) exec continuum api --host 0.0.0.0 --port 8000 ;;
+  mcp) exec continuum mcp --http --host 0.0.0.0 --port 8765 ;;
   migrate|check) continuum check ;;
 esac

