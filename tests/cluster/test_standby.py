@@ -1,14 +1,10 @@
 """Reads from a Postgres standby across hosts (`make test-cluster`): host `pg-standby`
 streams the primary; the API host reads it (CONTINUUM_READ_DATABASE_URL); the primary is
 stopped, then the standby promoted. Runs after tests/cluster/test_cluster.py (file order):
-the promotion leaves the cluster with the standby as its primary.
-
-The scenarios need reads from a standby in Continuum itself (CONTINUUM_READ_DATABASE_URL,
-read-your-writes), which come with `continuum.dev.pg_standby`: skipped until it exists."""
+the promotion leaves the cluster with the standby as its primary."""
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 import time
 import uuid
@@ -42,11 +38,6 @@ from tests.support.wait import wait_for
 pytestmark = pytest.mark.cluster
 
 API_PORT = 8000
-needs_standby_reads = pytest.mark.skipif(
-    importlib.util.find_spec("continuum.dev.pg_standby") is None,
-    reason="reads from a standby (CONTINUUM_READ_DATABASE_URL, read-your-writes) are not in "
-    "this checkout: continuum.dev.pg_standby does not exist",
-)
 
 
 def sql(postgres: ClusterPostgres, query: str, database: str = "continuum") -> Any:
@@ -100,7 +91,10 @@ def reading_standby(
     token, _ = create_token(["pearl"])
     wait_for(lambda: caught_up(cluster.postgres, standby), timeout=30, interval=0.2)
     following = following_url(cluster, standby)
-    start_worker_hosts(cluster, WORKER_HOSTS, database_url=following)
+    # Workers write to the primary, but record what they wrote for the API's read-your-writes
+    # only when they know of the standby: the setting goes on every process (README).
+    start_worker_hosts(cluster, WORKER_HOSTS, database_url=following,
+                       read_database_url=standby.url())  # fmt: skip
     api = cluster.hosts["api"].address
     continuum = str(Path(sys.executable).parent / "continuum")
     cluster.start("api", [continuum, "api", "--host", api, "--port", str(API_PORT),
@@ -120,7 +114,6 @@ def _answers(url: str) -> bool:
         return False
 
 
-@needs_standby_reads
 def test_a_turn_accepted_then_searched_through_the_standby_api_is_found(
     cluster: Cluster, standby: ClusterPostgres, reading_standby: tuple[str, dict[str, str]]
 ) -> None:
@@ -143,7 +136,6 @@ def test_a_turn_accepted_then_searched_through_the_standby_api_is_found(
     print(f"\nfound {word} through the standby's API with the standby's replay paused")
 
 
-@needs_standby_reads
 def test_the_primary_stopped_search_and_context_answer_from_the_standby(
     cluster: Cluster, standby: ClusterPostgres, reading_standby: tuple[str, dict[str, str]]
 ) -> None:
@@ -168,7 +160,6 @@ def test_the_primary_stopped_search_and_context_answer_from_the_standby(
     assert context.status_code == 200 and "supplier" in context.json()["block"], context.text
 
 
-@needs_standby_reads
 def test_after_the_standby_is_promoted_workers_write_again_and_lose_nothing(
     cluster: Cluster,
     standby: ClusterPostgres,
