@@ -187,16 +187,18 @@ def next_turns(
     rows = db.execute(
         text(
             f"SELECT h.id AS anchor, x.* FROM messages h CROSS JOIN LATERAL {after} x "
-            "WHERE h.id = ANY(:anchors)"
+            "WHERE h.namespace = :ns AND h.id = ANY(:anchors)"
         ),
         {**params, "anchors": ids},
     )
     return [(row.anchor, row) for row in rows]
 
 
-def neighbour_turns(db: DbSession, ids: list[int], width: int) -> dict[int, list[dict[str, Any]]]:
-    """For each message row id in `ids`, the `width` turns before and after it in its
-    session, in order, as plain dicts."""
+def neighbour_turns(
+    db: DbSession, namespace: str, ids: list[int], width: int
+) -> dict[int, list[dict[str, Any]]]:
+    """For each message row id in `ids` (of `namespace`), the `width` turns before and after
+    it in its session, in order, as plain dicts."""
     side = (
         "(SELECT n.message_id, n.role, n.content, n.created_at, n.id FROM messages n "
         "WHERE n.namespace = h.namespace AND n.session_id = h.session_id "
@@ -209,9 +211,9 @@ def neighbour_turns(db: DbSession, ids: list[int], width: int) -> dict[int, list
             + side.format(op="<", order="DESC")
             + " UNION ALL "
             + side.format(op=">", order="ASC")
-            + ") x WHERE h.id = ANY(:ids) ORDER BY h.id, x.created_at, x.id"
+            + ") x WHERE h.namespace = :ns AND h.id = ANY(:ids) ORDER BY h.id, x.created_at, x.id"
         ),
-        {"ids": ids, "w": width},
+        {"ns": namespace, "ids": ids, "w": width},
     )
     by_hit: dict[int, list[dict[str, Any]]] = {}
     for row in rows:

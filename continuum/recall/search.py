@@ -41,7 +41,7 @@ from continuum.recall.textquery import (
     query_lexemes,
     quote_lexeme,
     speakers,
-    table_stats,
+    tenant_stats,
 )
 from continuum.recall.timeparse import TimeRange, parse_time_range, strip_phrase
 from continuum.sealing.terms import keyed_lexemes, stored_tags
@@ -50,12 +50,13 @@ from continuum.store.engine import session_scope
 CANDIDATES = 50
 
 
-def attach_neighbours(db: DbSession, hits: list[SearchHit], width: int = 1) -> None:
-    """Give each message hit the `width` turns before and after it in its session."""
+def attach_neighbours(db: DbSession, namespace: str, hits: list[SearchHit], width: int = 1) -> None:
+    """Give each message hit (of `namespace`) the `width` turns before and after it in its
+    session."""
     ids = [hit.id for hit in hits if hit.source == "message"]
     if not ids or width < 1:
         return
-    by_hit = rankings.neighbour_turns(db, ids, width)
+    by_hit = rankings.neighbour_turns(db, namespace, ids, width)
     for hit in hits:
         if hit.source == "message":
             hit.neighbours = by_hit.get(hit.id, [])
@@ -127,7 +128,7 @@ def search_in(
         "terms": [quote_lexeme(lexeme) for lexeme in lexemes],
     }
     for source in sources if lexemes else ():
-        stats = table_stats.get(db, rankings.TABLES[source])
+        stats = tenant_stats(db, rankings.TABLES[source], namespace)
         params[f"tsm_{source}"] = plan(lexemes, stats, namespace)
     rankings.use_search_settings(db)
     scopes = [("", filters)]
@@ -168,7 +169,7 @@ def search_in(
     if "message" in sources:
         fusion.lift_adjacent(db, filters, params)
     hits = fusion.ranked()[:limit]
-    attach_neighbours(db, hits, neighbours)
+    attach_neighbours(db, namespace, hits, neighbours)
     return hits
 
 
