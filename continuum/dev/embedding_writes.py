@@ -18,7 +18,9 @@ FUNCTION = "dev_log_embedding_write"
 
 
 def install() -> None:
-    """Record from now on every committed write of a vector to `messages` and `memories`."""
+    """Record from now on every committed write of a vector to `messages` and `memories`.
+    The trigger is given its table's name: on a partitioned table it fires on the partition,
+    whose name `TG_TABLE_NAME` would be."""
     with session_scope() as db:
         db.execute(
             text(
@@ -30,7 +32,7 @@ def install() -> None:
         db.execute(
             text(
                 f"CREATE OR REPLACE FUNCTION {FUNCTION}() RETURNS trigger LANGUAGE plpgsql AS $$"
-                f" BEGIN INSERT INTO {LOG} VALUES (TG_TABLE_NAME, NEW.id,"
+                f" BEGIN INSERT INTO {LOG} VALUES (TG_ARGV[0], NEW.id,"
                 " OLD.embedding IS NULL); RETURN NULL; END $$"
             )
         )
@@ -39,7 +41,8 @@ def install() -> None:
             db.execute(
                 text(
                     f"CREATE TRIGGER {FUNCTION} AFTER INSERT OR UPDATE OF embedding ON {table}"
-                    f" FOR EACH ROW WHEN (NEW.embedding IS NOT NULL) EXECUTE FUNCTION {FUNCTION}()"
+                    f" FOR EACH ROW WHEN (NEW.embedding IS NOT NULL)"
+                    f" EXECUTE FUNCTION {FUNCTION}('{table}')"
                 )
             )
 

@@ -34,9 +34,9 @@ def _compress(db: DbSession, namespace: str, action: Action) -> int:
     sources = db.scalars(
         text(
             "SELECT DISTINCT s FROM memories, unnest(source_message_ids) AS s "
-            "WHERE id = ANY(:ids) AND status = 'active' ORDER BY s"
+            "WHERE namespace = :ns AND id = ANY(:ids) AND status = 'active' ORDER BY s"
         ),
-        {"ids": action["ids"]},
+        {"ns": namespace, "ids": action["ids"]},
     ).all()
     kind: MemoryKind = action["kind"]
     candidate = MemoryCandidate(
@@ -55,7 +55,7 @@ def _compress(db: DbSession, namespace: str, action: Action) -> int:
     stored = store_memories(db, [(ctx, candidate)], {"corroboration": 0})
     if not stored:
         return 0
-    reinforce(db, stored[0].id, action["ids"], TRIGGER)
+    reinforce(db, namespace, stored[0].id, action["ids"], TRIGGER)
     return len(action["ids"])
 
 
@@ -68,12 +68,16 @@ def _prune(db: DbSession, namespace: str, action: Action) -> int:
     forgotten memory's tasks and Redis traces go too."""
     reason = action["reason"]
     params = {
+        "ns": namespace,
         "ids": action["ids"],
         "cutoff": datetime.fromisoformat(action["cutoff"]),
         **KIND_PARAMS,
     }
     ids = db.scalars(
-        text(f"SELECT id FROM memories WHERE id = ANY(:ids) AND {PRUNE_WHERE[reason]} FOR UPDATE"),
+        text(
+            "SELECT id FROM memories WHERE namespace = :ns AND id = ANY(:ids) "
+            f"AND {PRUNE_WHERE[reason]} FOR UPDATE"
+        ),
         params,
     ).all()
     if not ids:
@@ -96,11 +100,12 @@ def apply_step(
     lsn_tokens.wrote(db, [namespace])
     op = action["op"]
     if op == "merge":
-        return len(action["ids"]) if reinforce(db, action["keep"], action["ids"], TRIGGER) else 0
+        merged = reinforce(db, namespace, action["keep"], action["ids"], TRIGGER)
+        return len(action["ids"]) if merged else 0
     if op == "supersede":
-        return int(supersede(db, action["id"], action["by"], TRIGGER))
+        return int(supersede(db, namespace, action["id"], action["by"], TRIGGER))
     if op == "quarantine":
-        return int(quarantine(db, action["id"], action["conflicts_with"], TRIGGER))
+        return int(quarantine(db, namespace, action["id"], action["conflicts_with"], TRIGGER))
     if op == "compress":
         return _compress(db, namespace, action)
     if op == "decay":
@@ -108,8 +113,8 @@ def apply_step(
             db,
             "UPDATE memories SET importance = :to, details = details || jsonb_build_object("
             "'importance_base', coalesce(CAST(details->>'importance_base' AS int), importance)) "
-            "WHERE id = ANY(:ids) AND status = 'active'",
-            {"to": action["to"], "ids": action["ids"]},
+            "WHERE namespace = :ns AND id = ANY(:ids) AND status = 'active'",
+            {"ns": namespace, "to": action["to"], "ids": action["ids"]},
         )
     if op == "prune":
         return _prune(db, namespace, action)
@@ -117,8 +122,8 @@ def apply_step(
         return _update_ids(
             db,
             "UPDATE memories SET status = 'archived', updated_at = now() "
-            "WHERE id = ANY(:ids) AND status = 'active'",
-            {"ids": action["ids"]},
+            "WHERE namespace = :ns AND id = ANY(:ids) AND status = 'active'",
+            {"ns": namespace, "ids": action["ids"]},
         )
     if op == "expire_messages":
         return expire_messages(db, namespace, action)

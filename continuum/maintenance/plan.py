@@ -134,8 +134,11 @@ def _plan_duplicates(
     ranks = {
         r.id: (-r.trust, -r.corroboration, r.created_at, r.id)
         for r in db.execute(
-            text("SELECT id, trust, corroboration, created_at FROM memories WHERE id = ANY(:ids)"),
-            {"ids": list(parent)},
+            text(
+                "SELECT id, trust, corroboration, created_at FROM memories "
+                "WHERE namespace = :ns AND id = ANY(:ids)"
+            ),
+            {"ns": params["ns"], "ids": list(parent)},
         )
     }
     actions = []

@@ -64,7 +64,8 @@ def plan_expiry(db: DbSession, namespace: str, now: datetime, step_size: int) ->
 
 
 _DELETE = text(
-    "DELETE FROM messages WHERE id = ANY(ARRAY(SELECT id FROM messages WHERE namespace = :ns "
+    "DELETE FROM messages WHERE namespace = :ns AND id = ANY(ARRAY(SELECT id FROM messages "
+    "WHERE namespace = :ns "
     "AND created_at < :cutoff ORDER BY created_at, id LIMIT :n)) "
     "RETURNING session_id, message_id"
 )

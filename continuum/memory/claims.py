@@ -136,21 +136,25 @@ def _log(
     )
 
 
-def _locked_active(db: DbSession, ids: Sequence[int]) -> dict[int, Any]:
+def _locked_active(db: DbSession, namespace: str, ids: Sequence[int]) -> dict[int, Any]:
     rows = db.execute(
         text(
             "SELECT id, namespace, corroboration, confidence, source_message_ids, created_at "
-            "FROM memories WHERE id = ANY(:ids) AND status = 'active' ORDER BY id FOR UPDATE"
+            "FROM memories WHERE namespace = :ns AND id = ANY(:ids) AND status = 'active' "
+            "ORDER BY id FOR UPDATE"
         ),
-        {"ids": list(ids)},
+        {"ns": namespace, "ids": list(ids)},
     )
     return {row.id: row for row in rows}
 
 
-def reinforce(db: DbSession, keep_id: int, duplicate_ids: Sequence[int], trigger: str) -> bool:
-    """Fold active duplicates into `keep_id`: they become `merged` rows linked to it, it gains
-    their corroboration, some confidence, their source ids and `last_confirmed`."""
-    rows = _locked_active(db, [keep_id, *duplicate_ids])
+def reinforce(
+    db: DbSession, namespace: str, keep_id: int, duplicate_ids: Sequence[int], trigger: str
+) -> bool:
+    """Fold active duplicates into `keep_id` (memories of `namespace`): they become `merged`
+    rows linked to it, it gains their corroboration, some confidence, their source ids and
+    `last_confirmed`."""
+    rows = _locked_active(db, namespace, [keep_id, *duplicate_ids])
     keep = rows.get(keep_id)
     dups = [rows[i] for i in duplicate_ids if i in rows and i != keep_id]
     if keep is None or not dups:
@@ -179,11 +183,11 @@ def _fold(db: DbSession, keep: Any, dups: Sequence[Any], trigger: str) -> None:
     db.execute(
         text(
             "WITH merged AS (UPDATE memories SET status = 'merged', superseded_by = :keep, "
-            "updated_at = now() WHERE id = ANY(:ids) RETURNING id), "
+            "updated_at = now() WHERE namespace = :ns AND id = ANY(:ids) RETURNING id), "
             "kept AS (UPDATE memories SET corroboration = :c, confidence = :conf, "
             "source_message_ids = :src, details = details || "
             "jsonb_build_object('last_confirmed', CAST(:at AS text)), updated_at = now() "
-            "WHERE id = :keep RETURNING id) "
+            "WHERE namespace = :ns AND id = :keep RETURNING id) "
             "INSERT INTO memory_log (namespace, action, memory_id, trigger, details) "
             "SELECT :ns, 'reinforce', :keep, :trigger, CAST(:details AS jsonb)"
         ),
@@ -201,38 +205,42 @@ def _fold(db: DbSession, keep: Any, dups: Sequence[Any], trigger: str) -> None:
     )
 
 
-def supersede(db: DbSession, old_id: int, new_id: int, trigger: str) -> bool:
-    """Mark the active `old_id` superseded by `new_id` (kept, linked, out of recall)."""
-    rows = _locked_active(db, [old_id])
+def supersede(db: DbSession, namespace: str, old_id: int, new_id: int, trigger: str) -> bool:
+    """Mark the active `old_id` superseded by `new_id` (kept, linked, out of recall), both
+    memories of `namespace`."""
+    rows = _locked_active(db, namespace, [old_id])
     if old_id not in rows:
         return False
     db.execute(
         text(
             "UPDATE memories SET status = 'superseded', superseded_by = :new, updated_at = now() "
-            "WHERE id = :old"
+            "WHERE namespace = :ns AND id = :old"
         ),
-        {"old": old_id, "new": new_id},
+        {"ns": namespace, "old": old_id, "new": new_id},
     )
-    _log(db, rows[old_id].namespace, "supersede", old_id, {"superseded_by": new_id}, trigger)
+    _log(db, namespace, "supersede", old_id, {"superseded_by": new_id}, trigger)
     metrics.incr_on_commit(db, metrics.MEMORIES_SUPERSEDED)
     return True
 
 
-def quarantine(db: DbSession, memory_id: int, conflicts_with: int, trigger: str) -> bool:
-    """Hold the active `memory_id` back: it contradicts the more trusted `conflicts_with`."""
-    rows = _locked_active(db, [memory_id])
+def quarantine(
+    db: DbSession, namespace: str, memory_id: int, conflicts_with: int, trigger: str
+) -> bool:
+    """Hold the active `memory_id` (of `namespace`) back: it contradicts the more trusted
+    `conflicts_with`."""
+    rows = _locked_active(db, namespace, [memory_id])
     if memory_id not in rows:
         return False
     db.execute(
         text(
             "UPDATE memories SET status = 'quarantined', updated_at = now(), "
             "details = details || jsonb_build_object('conflicts_with', CAST(:other AS bigint)) "
-            "WHERE id = :id"
+            "WHERE namespace = :ns AND id = :id"
         ),
-        {"id": memory_id, "other": conflicts_with},
+        {"ns": namespace, "id": memory_id, "other": conflicts_with},
     )
     details = {"conflicts_with": conflicts_with}
-    _log(db, rows[memory_id].namespace, "quarantine", memory_id, details, trigger)
+    _log(db, namespace, "quarantine", memory_id, details, trigger)
     return True
 
 
@@ -331,11 +339,11 @@ def _settle(db: DbSession, verdict: Verdict, new: _InForce, old: _InForce) -> No
         new.status = "merged"
     elif verdict in ("supersede_old", "supersede_new"):
         loser, winner = (old, new) if verdict == "supersede_old" else (new, old)
-        supersede(db, loser.id, winner.id, "claim")
+        supersede(db, loser.namespace, loser.id, winner.id, "claim")
         loser.status = "superseded"
     elif verdict in ("quarantine_old", "quarantine_new"):
         held, other = (old, new) if verdict == "quarantine_old" else (new, old)
-        quarantine(db, held.id, other.id, "claim")
+        quarantine(db, held.namespace, held.id, other.id, "claim")
         held.status = "quarantined"
 
 
@@ -371,7 +379,7 @@ def conflicts(
             "q.claim_predicate, q.created_at, a.id AS a_id, a.content AS a_content, "
             "a.provenance AS a_provenance "
             "FROM memories q LEFT JOIN memories a "
-            "ON a.id = CAST(q.details->>'conflicts_with' AS bigint) "
+            "ON a.namespace = q.namespace AND a.id = CAST(q.details->>'conflicts_with' AS bigint) "
             "WHERE q.namespace = ANY(:ns) AND q.status = 'quarantined' "
             "AND (CAST(:uid AS text) IS NULL OR q.user_id = :uid) ORDER BY q.created_at, q.id "
             "LIMIT :limit OFFSET :offset"
@@ -426,9 +434,9 @@ def settle(
         db.execute(
             text(
                 "UPDATE memories SET status = 'superseded', superseded_by = :other, "
-                "updated_at = now() WHERE id = :id"
+                "updated_at = now() WHERE namespace = :ns AND id = :id"
             ),
-            {"id": row.id, "other": row.other},
+            {"ns": row.namespace, "id": row.id, "other": row.other},
         )
         _log(db, row.namespace, "settle", row.id, {"kept": row.other}, "review")
         metrics.incr_on_commit(db, metrics.MEMORIES_SUPERSEDED)
@@ -442,10 +450,10 @@ def settle(
     db.execute(
         text(
             "UPDATE memories SET status = 'active', updated_at = now(), "
-            "details = details - 'conflicts_with' WHERE id = :id"
+            "details = details - 'conflicts_with' WHERE namespace = :ns AND id = :id"
         ),
-        {"id": row.id},
+        {"ns": row.namespace, "id": row.id},
     )
-    superseded = [old for old in in_force if supersede(db, old, row.id, "review")]
+    superseded = [old for old in in_force if supersede(db, row.namespace, old, row.id, "review")]
     _log(db, row.namespace, "settle", row.id, {"kept": row.id, "superseded": superseded}, "review")
     return Settled(row.namespace, row.id, superseded)

@@ -208,7 +208,7 @@ def _write(
         if found is not None:
             return db.execute(
                 update(Memory)
-                .where(Memory.id == found)
+                .where(Memory.namespace == namespace, Memory.id == found)
                 .values(**sealed(found), status="active", embedding=None)
                 .returning(Memory.id, Memory.created_at, Memory.updated_at)
             ).one()

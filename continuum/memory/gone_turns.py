@@ -74,9 +74,10 @@ def settle_gone_turns(db: DbSession, namespace: str, gone: Sequence[Any]) -> Set
         db.execute(
             text(
                 "UPDATE memories SET details = details || "
-                "jsonb_build_object('sources_pruned_at', CAST(now() AS text)) WHERE id = ANY(:ids)"
+                "jsonb_build_object('sources_pruned_at', CAST(now() AS text)) "
+                "WHERE namespace = :ns AND id = ANY(:ids)"
             ),
-            {"ids": kept},
+            {"ns": namespace, "ids": kept},
         )
     return Settled(delete_memories(db, namespace, statements), len(kept))
 

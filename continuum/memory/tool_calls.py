@@ -271,7 +271,7 @@ class MemoryTools:
             if ids:
                 db.execute(
                     update(Memory)
-                    .where(Memory.id.in_(ids))
+                    .where(Memory.namespace == self.ctx.namespace, Memory.id.in_(ids))
                     .values(**values, updated_at=func.now())
                     .execution_options(synchronize_session=False)
                 )

@@ -235,11 +235,12 @@ def list_tasks(
 # restatement is said in the task's session, so the tasks of other sessions are never read).
 _PENDING_AT = text(
     "SELECT t.id, t.title, t.user_id, t.due_at, t.tags, array_agg(m.provenance) AS provenances "
-    "FROM tasks t CROSS JOIN LATERAL unnest(t.tags) AS source JOIN memories m ON m.id = CASE "
+    "FROM tasks t CROSS JOIN LATERAL unnest(t.tags) AS source JOIN memories m "
+    "ON m.namespace = t.namespace AND m.id = CASE "
     "WHEN source ~ '^memory:[0-9]+$' THEN CAST(substring(source FROM 8) AS bigint) END "
     "WHERE t.namespace = :ns AND t.status = 'pending' "
     "AND t.due_at = ANY(CAST(:dues AS timestamptz[])) "
-    "AND t.tags && CAST(:sessions AS text[]) GROUP BY t.id ORDER BY t.id"
+    "AND t.tags && CAST(:sessions AS text[]) GROUP BY t.id, t.namespace ORDER BY t.id"
 )
 # Which of the (user, title) pairs given an active task already has (plain titles).
 _TAKEN = text(
@@ -322,8 +323,11 @@ class _Pending:
         assert self.id is not None
         title = seal(row.namespace, row.user_id, "tasks.title", row.content, self.id)
         db.execute(
-            text("UPDATE tasks SET title = :title, tags = array_append(tags, :tag) WHERE id = :id"),
-            {"title": title, "tag": tag, "id": self.id},
+            text(
+                "UPDATE tasks SET title = :title, tags = array_append(tags, :tag) "
+                "WHERE namespace = :ns AND id = :id"
+            ),
+            {"title": title, "tag": tag, "ns": row.namespace, "id": self.id},
         )
 
 

@@ -85,7 +85,7 @@ def summarize_with_llm(
     if get_settings().is_private(namespace):
         return LLMSummaryResult("skipped", "privacy mode")
     with session_scope() as db:
-        replaced = db.get(Memory, summary_id)
+        replaced = db.get(Memory, (summary_id, namespace))
         if replaced is None or replaced.status != "active":
             return LLMSummaryResult("skipped", "the deterministic summary is no longer active")
         session = db.scalar(
@@ -114,11 +114,12 @@ def summarize_with_llm(
     with session_scope() as db:
         active = db.scalar(
             select(Memory.id)
-            .where(Memory.id == summary_id, Memory.status == "active")
+            .where(Memory.namespace == namespace, Memory.id == summary_id)
+            .where(Memory.status == "active")
             .with_for_update()
         )
         ids = store_candidates(db, [(ctx, candidate)]) if active else []
         if not ids:
             return LLMSummaryResult("skipped", "replaced meanwhile")
-        supersede(db, summary_id, ids[0], TRIGGER)
+        supersede(db, namespace, summary_id, ids[0], TRIGGER)
     return LLMSummaryResult("replaced", memory_ids=ids)

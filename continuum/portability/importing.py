@@ -18,8 +18,8 @@ report by its session id, a message by session and message id, a memory by its i
 key, a task by its id) and a row already there is left as it is. The keys a tenant's own
 writers derive are kept where they can be: a document's key follows from its path in the
 target (so the LangGraph store finds it), any other memory keeps the archive's key (keyed
-for an encrypted target when the archive holds a plain digest). Task ids are global: a task
-whose id another tenant of this database holds gets an id derived from it and the target.
+for an encrypted target when the archive holds a plain digest); a task keeps its id (task
+ids are unique per tenant, so another tenant holding the same one is no conflict).
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ from __future__ import annotations
 import itertools
 import logging
 import re
-import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -75,7 +74,6 @@ from continuum.store.models import CronReport, Memory, MemoryLog, Session, UserT
 log = logging.getLogger(__name__)
 BATCH = 500  # records per statement
 KEYED_DIGEST = re.compile(r"[0-9a-f]{16}")  # an idempotency key keyed already (`stored_digest`)
-TASK_IDS = uuid.UUID("0f3c2b8e-5a41-4d7e-b1c9-7e2d54a6c0d3")  # derives a task id per tenant
 
 
 class ImportProgress(Protocol):
@@ -179,11 +177,6 @@ def target_key(namespace: str, key: str) -> str:
     if get_settings().is_encrypted(namespace) and not KEYED_DIGEST.fullmatch(key):
         return stored_digest(namespace, key)
     return key
-
-
-def _task_id(namespace: str, task_id: uuid.UUID) -> uuid.UUID:
-    """The id a task gets in `namespace` when another tenant holds its own."""
-    return uuid.uuid5(TASK_IDS, f"{namespace}\x1f{task_id}")
 
 
 class _Importer:
@@ -323,39 +316,27 @@ class _Importer:
         )
 
     def _tasks(self, batch: Sequence[TaskRecord]) -> int:
-        wanted = {record.task_id: record for record in batch}
-        held = {
-            task_id: namespace
-            for task_id, namespace in self.db.execute(
-                select(UserTask.task_id, UserTask.namespace).where(UserTask.task_id.in_(wanted))
-            )
-        }
-        ids = {
-            task_id: task_id
-            if held.get(task_id, self.namespace) == self.namespace
-            else _task_id(self.namespace, task_id)
-            for task_id in wanted
-        }
         there = set(
             self.db.scalars(
                 select(UserTask.task_id).where(
-                    UserTask.namespace == self.namespace, UserTask.task_id.in_(ids.values())
+                    UserTask.namespace == self.namespace,
+                    UserTask.task_id.in_([record.task_id for record in batch]),
                 )
             )
         )
-        new = [record for record in batch if ids[record.task_id] not in there]
+        new = [record for record in batch if record.task_id not in there]
         rows = []
         for record, row_id in zip(new, allocate_ids(self.db, UserTask, len(new)), strict=True):
             owner = (self.namespace, record.user_id)
             row = self._values(record)
             row.update(
                 id=row_id,
-                task_id=ids[record.task_id],
+                task_id=record.task_id,
                 title=seal(*owner, "tasks.title", record.title, row_id),
                 description=seal_optional(*owner, "tasks.description", record.description, row_id),
             )
             rows.append(row)
-        return len(insert_ignore(self.db, UserTask, rows, ["task_id"], ["id"]))
+        return len(insert_ignore(self.db, UserTask, rows, ["namespace", "task_id"], ["id"]))
 
     def _cron_reports(self, batch: Sequence[CronReportRecord]) -> int:
         terms = terms_for(self.db, self.namespace, [record.summary for record in batch])

@@ -274,9 +274,10 @@ def from_hit(hit: SearchHit, best: float, rank: int) -> Candidate:
 
 
 def near_duplicates(
-    db: DbSession, candidates: list[Candidate], threshold: float
+    db: DbSession, namespace: str, candidates: list[Candidate], threshold: float
 ) -> set[frozenset[str]]:
-    """Pairs of refs whose embeddings have cosine similarity ≥ threshold."""
+    """Pairs of refs (rows of `namespace`) whose embeddings have cosine similarity ≥
+    threshold."""
     ids = {
         source: {c.db_id: c.ref for c in candidates if c.source == source and c.db_id}
         for source in ("memory", "message")
@@ -286,12 +287,17 @@ def near_duplicates(
     rows = db.execute(
         text(
             "WITH c AS (SELECT 'memory' AS s, id, embedding FROM memories "
-            "WHERE id = ANY(:mem) AND embedding IS NOT NULL UNION ALL "
+            "WHERE namespace = :ns AND id = ANY(:mem) AND embedding IS NOT NULL UNION ALL "
             "SELECT 'message', id, embedding FROM messages "
-            "WHERE id = ANY(:msg) AND embedding IS NOT NULL) "
+            "WHERE namespace = :ns AND id = ANY(:msg) AND embedding IS NOT NULL) "
             "SELECT a.s AS sa, a.id AS ia, b.s AS sb, b.id AS ib FROM c a JOIN c b "
             "ON (a.s, a.id) < (b.s, b.id) WHERE (a.embedding <=> b.embedding) <= :d"
         ),
-        {"mem": list(ids["memory"]), "msg": list(ids["message"]), "d": 1 - threshold},
+        {
+            "ns": namespace,
+            "mem": list(ids["memory"]),
+            "msg": list(ids["message"]),
+            "d": 1 - threshold,
+        },
     )
     return {frozenset((ids[r.sa][r.ia], ids[r.sb][r.ib])) for r in rows}

@@ -209,7 +209,7 @@ def _recall(request: RecallRequest) -> ContextResult:
                 score(candidate, request.now, request.config, prepared is not None)
                 candidates.append(candidate)
         untracked = drop_tracked(candidates, excluded)
-        pairs = near_duplicates(db, untracked, request.config.duplicate_cosine)
+        pairs = near_duplicates(db, request.namespace, untracked, request.config.duplicate_cosine)
         kept = dedupe(untracked, pairs, excluded)
         items, block, tokens_used = _pack_consuming_handoff(
             request, kept, handoff, excluded, prepared is not None

@@ -245,7 +245,8 @@ def lifted_turns(
         )
         sql += (
             f" UNION ALL SELECT h.id, x.* FROM messages h CROSS JOIN LATERAL {after} x "
-            "WHERE h.id = ANY(CAST(:anchors AS bigint[])) OR h.id IN (SELECT id FROM lifted)"
+            "WHERE h.namespace = :ns AND (h.id = ANY(CAST(:anchors AS bigint[])) "
+            "OR h.id IN (SELECT id FROM lifted))"
         )
     sources, following = [], []
     for row in db.execute(text(sql), params):
@@ -256,9 +257,11 @@ def lifted_turns(
     return sources, following
 
 
-def neighbour_turns(db: DbSession, ids: list[int], width: int) -> dict[int, list[dict[str, Any]]]:
-    """For each message row id in `ids`, the `width` turns before and after it in its
-    session, in order, as plain dicts."""
+def neighbour_turns(
+    db: DbSession, namespace: str, ids: list[int], width: int
+) -> dict[int, list[dict[str, Any]]]:
+    """For each message row id in `ids` (of `namespace`), the `width` turns before and after
+    it in its session, in order, as plain dicts."""
     side = (
         "(SELECT n.message_id, n.role, n.content, n.created_at, n.id FROM messages n "
         "WHERE n.namespace = h.namespace AND n.session_id = h.session_id "
@@ -271,9 +274,9 @@ def neighbour_turns(db: DbSession, ids: list[int], width: int) -> dict[int, list
             + side.format(op="<", order="DESC")
             + " UNION ALL "
             + side.format(op=">", order="ASC")
-            + ") x WHERE h.id = ANY(:ids) ORDER BY h.id, x.created_at, x.id"
+            + ") x WHERE h.namespace = :ns AND h.id = ANY(:ids) ORDER BY h.id, x.created_at, x.id"
         ),
-        {"ids": ids, "w": width},
+        {"ns": namespace, "ids": ids, "w": width},
     )
     by_hit: dict[int, list[dict[str, Any]]] = {}
     for row in rows:

@@ -42,7 +42,7 @@ from continuum.recall.textquery import (
     plan,
     quote_lexeme,
     speakers,
-    table_stats,
+    tenant_stats,
 )
 from continuum.recall.timeparse import TimeRange, parse_time_range, strip_phrase
 from continuum.sealing.terms import keyed_lexemes, stored_tags
@@ -51,12 +51,13 @@ from continuum.store.reads import read_scope
 CANDIDATES = 50
 
 
-def attach_neighbours(db: DbSession, hits: list[SearchHit], width: int = 1) -> None:
-    """Give each message hit the `width` turns before and after it in its session."""
+def attach_neighbours(db: DbSession, namespace: str, hits: list[SearchHit], width: int = 1) -> None:
+    """Give each message hit (of `namespace`) the `width` turns before and after it in its
+    session."""
     ids = [hit.id for hit in hits if hit.source == "message"]
     if not ids or width < 1:
         return
-    by_hit = rankings.neighbour_turns(db, ids, width)
+    by_hit = rankings.neighbour_turns(db, namespace, ids, width)
     for hit in hits:
         if hit.source == "message":
             hit.neighbours = by_hit.get(hit.id, [])
@@ -157,7 +158,7 @@ def search_in(
         lexemes = keyed_lexemes(namespace, lexemes)
     params["terms"] = [quote_lexeme(lexeme) for lexeme in lexemes]
     for source in sources if lexemes else ():
-        stats = table_stats.get(db, rankings.TABLES[source])
+        stats = tenant_stats(db, rankings.TABLES[source], namespace)
         params[f"tsm_{source}"] = plan(lexemes, stats, namespace)
     if alongside is not None:
         alongside.merge_into(params)
@@ -206,7 +207,7 @@ def search_in(
     if "message" in sources:
         fusion.lift_turns(db, filters, params, sources="memory" in sources)
     hits = fusion.ranked()[:limit]
-    attach_neighbours(db, hits, neighbours)
+    attach_neighbours(db, namespace, hits, neighbours)
     return hits
 
 

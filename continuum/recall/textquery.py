@@ -6,7 +6,8 @@ read to rank it. That is right for a small tenant, but at a million rows an
 OR of four everyday words matches ~70k rows and costs ~130 ms. Ranking engines solve this
 by skipping documents that can only match uninformative terms (MaxScore/WAND); this module
 does the same in Postgres terms, from the lexeme frequencies ANALYZE already keeps
-(`pg_stats.most_common_elems`) and the tenant's share of the table:
+(`pg_stats.most_common_elems`) and the tenant's share of the table, both read from the
+partition holding the tenant (autovacuum analyzes partitions, never their parent):
 
 - when the whole OR is expected to match at most `budget` rows, it is used as is;
 - otherwise rows are matched on the rare lexemes alone, then on pairs of the common ones
@@ -37,6 +38,8 @@ from typing import Any, Generic, TypeVar
 from sqlalchemy import text
 from sqlalchemy.orm import Session as DbSession
 
+from continuum.store.partitions import partition_of
+
 MATCH_BUDGET = 4000  # expected rows one text ranking may read
 MATCH_CAP = 3 * MATCH_BUDGET  # rows it does read at most, should the statistics be wrong
 STATS_TTL_S = 60.0
@@ -60,7 +63,7 @@ _STATS_SQL = text(
 
 @dataclass(frozen=True)
 class TableStats:
-    """What ANALYZE last saw of one table's `tsv` and `namespace` columns."""
+    """What ANALYZE last saw of one table's (or partition's) `tsv` and `namespace` columns."""
 
     rows: float = 0.0
     lexeme_freqs: dict[str, float] = field(default_factory=dict)
@@ -129,6 +132,14 @@ class _TtlCache(Generic[T]):
 table_stats = _TtlCache(
     lambda db, table: TableStats.from_row(db.execute(_STATS_SQL, {"table": table}).first())
 )
+# `table/namespace` → the partition holding the tenant's rows (table names hold no `/`).
+_partitions = _TtlCache(lambda db, key: partition_of(db, *key.split("/", 1)))
+
+
+def tenant_stats(db: DbSession, table: str, namespace: str) -> TableStats:
+    """What ANALYZE last saw of the partition of `table` that holds `namespace`."""
+    return table_stats.get(db, _partitions.get(db, f"{table}/{namespace}"))
+
 
 SPEAKER_SAMPLE = 200  # latest turns of a tenant read for speaker names
 SPEAKER_MIN_TURNS = 3  # turns a `Name:` prefix must open among them to count

@@ -227,7 +227,8 @@ def _memory_tool(caller: Caller, name: str, arguments: dict[str, Any]) -> dict[s
     if name == "forget_memory":
         with read_scope(caller.namespace) as db:
             removed = db.execute(select(Memory.id, Memory.kind, Memory.key, Memory.content)
-                                 .where(Memory.id.in_(result["memoryIds"]))).all()  # fmt: skip
+                                 .where(Memory.namespace == caller.namespace,
+                                        Memory.id.in_(result["memoryIds"]))).all()  # fmt: skip
         result["removed"] = [{"memoryId": row.id, "type": row.kind, "key": row.key,
                               "content": row.content} for row in removed]  # fmt: skip
     return result

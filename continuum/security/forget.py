@@ -273,7 +273,9 @@ def forget_user(namespace: str, user_id: str) -> ForgetReport:
         for store, (model, ids) in _Rows(db, namespace, user_id).scan().items():
             stores[store] = StoreReport(found=len(ids), removed=len(ids))
             if store not in ("vectors", "preferences") and ids:
-                db.execute(delete(model).where(model.id.in_(ids)))
+                # the tenant's partition; a dead letter may name no tenant (plain table)
+                scope = [] if model is DeadLetter else [model.namespace == namespace]
+                db.execute(delete(model).where(*scope, model.id.in_(ids)))
     redis_found = user_state(namespace, user_id, session_ids)
     stores["redis"] = StoreReport(
         found=len(redis_found), removed=remove_user_state(namespace, redis_found)

@@ -306,7 +306,9 @@ def _pass(
                 changes = _resealed(db, table, dict(row), retired)
                 if changes:
                     db.execute(
-                        update(model.__table__).where(model.id == row["id"]).values(**changes)
+                        update(model.__table__)
+                        .where(model.namespace == namespace, model.id == row["id"])
+                        .values(**changes)
                     )
                     name = model.__tablename__
                     report.resealed[name] = report.resealed.get(name, 0) + 1

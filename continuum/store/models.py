@@ -191,12 +191,29 @@ def _now() -> Any:
     return mapped_column(DateTime(timezone=True), server_default=func.now(), nullable=False)
 
 
+# The per-tenant tables that grow with traffic are hash-partitioned on the tenant (migration
+# 0018, `continuum.store.partitions`): their keys carry `namespace`, the row id first, so a
+# lookup by id alone still reads each partition's key index (one probe per partition) while
+# one that names the tenant reads one partition.
+BY_TENANT = {"postgresql_partition_by": "HASH (namespace)"}
+
+
+def _row_id() -> Any:
+    """The id of a partitioned table's row: the first part of its key, from its sequence."""
+    return mapped_column(BigInteger, primary_key=True, autoincrement=True)
+
+
+def _tenant() -> Any:
+    """The namespace of a partitioned table's row: the partition key, part of every key."""
+    return mapped_column(Text, primary_key=True)
+
+
 class Session(Base):
     __tablename__ = "sessions"
-    __table_args__ = (UniqueConstraint("namespace", "session_id"),)
+    __table_args__ = (UniqueConstraint("namespace", "session_id"), BY_TENANT)
 
-    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
-    namespace: Mapped[str] = mapped_column(Text)
+    id: Mapped[int] = _row_id()
+    namespace: Mapped[str] = _tenant()
     session_id: Mapped[str] = mapped_column(Text)
     channel: Mapped[str | None] = mapped_column(Text)
     user_id: Mapped[str | None] = mapped_column(Text)
@@ -214,10 +231,10 @@ class Session(Base):
 
 class Message(Base):
     __tablename__ = "messages"
-    __table_args__ = (UniqueConstraint("namespace", "session_id", "message_id"),)
+    __table_args__ = (UniqueConstraint("namespace", "session_id", "message_id"), BY_TENANT)
 
-    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
-    namespace: Mapped[str] = mapped_column(Text)
+    id: Mapped[int] = _row_id()
+    namespace: Mapped[str] = _tenant()
     session_id: Mapped[str] = mapped_column(Text)
     message_id: Mapped[str] = mapped_column(Text)
     parent_id: Mapped[str | None] = mapped_column(Text)
@@ -240,10 +257,10 @@ class Message(Base):
 
 class CronReport(Base):
     __tablename__ = "cron_reports"
-    __table_args__ = (UniqueConstraint("namespace", "session_id"),)
+    __table_args__ = (UniqueConstraint("namespace", "session_id"), BY_TENANT)
 
-    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
-    namespace: Mapped[str] = mapped_column(Text)
+    id: Mapped[int] = _row_id()
+    namespace: Mapped[str] = _tenant()
     cron_name: Mapped[str] = mapped_column(Text)
     session_id: Mapped[str] = mapped_column(Text)
     # bound to the report's session (the row is upserted: its id is not known before)
@@ -296,10 +313,10 @@ class SyncProblem(Base):
 
 class Memory(Base):
     __tablename__ = "memories"
-    __table_args__ = (UniqueConstraint("namespace", "idempotency_key"),)
+    __table_args__ = (UniqueConstraint("namespace", "idempotency_key"), BY_TENANT)
 
-    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
-    namespace: Mapped[str] = mapped_column(Text)
+    id: Mapped[int] = _row_id()
+    namespace: Mapped[str] = _tenant()
     user_id: Mapped[str | None] = mapped_column(Text)
     kind: Mapped[str] = mapped_column(Text)
     key: Mapped[str | None] = mapped_column(Text)
@@ -339,11 +356,12 @@ class Memory(Base):
 
 class UserTask(Base):
     __tablename__ = "tasks"
+    __table_args__ = (UniqueConstraint("namespace", "task_id"), BY_TENANT)
 
-    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
-    namespace: Mapped[str] = mapped_column(Text)
+    id: Mapped[int] = _row_id()
+    namespace: Mapped[str] = _tenant()
     task_id: Mapped[uuid.UUID] = mapped_column(
-        UUID(as_uuid=True), server_default=func.gen_random_uuid(), unique=True
+        UUID(as_uuid=True), server_default=func.gen_random_uuid()
     )
     user_id: Mapped[str | None] = mapped_column(Text)
     title: Mapped[str] = mapped_column(SealedText("tasks.title"))
@@ -358,9 +376,10 @@ class UserTask(Base):
 
 class MemoryLog(Base):
     __tablename__ = "memory_log"
+    __table_args__ = (BY_TENANT,)
 
-    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
-    namespace: Mapped[str] = mapped_column(Text)
+    id: Mapped[int] = _row_id()
+    namespace: Mapped[str] = _tenant()
     action: Mapped[str] = mapped_column(Text)
     memory_id: Mapped[int | None] = mapped_column(BigInteger)
     trigger: Mapped[str | None] = mapped_column(Text)
@@ -384,6 +403,7 @@ class DeadLetter(Base):
 
 class ProcessedEvent(Base):
     __tablename__ = "processed_events"
+    __table_args__ = (BY_TENANT,)
 
     namespace: Mapped[str] = mapped_column(Text, primary_key=True)
     event_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
@@ -470,9 +490,10 @@ class LlmCall(Base):
     `repaired`, `fallback` (still invalid after the repair), `error` or `timeout`."""
 
     __tablename__ = "llm_calls"
+    __table_args__ = (BY_TENANT,)
 
-    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
-    namespace: Mapped[str] = mapped_column(Text)
+    id: Mapped[int] = _row_id()
+    namespace: Mapped[str] = _tenant()
     session_id: Mapped[str | None] = mapped_column(Text)
     model: Mapped[str] = mapped_column(Text)
     prompt: Mapped[str] = mapped_column(Text)

@@ -49,7 +49,7 @@ def test_editing_a_memory_makes_a_new_version_in_the_tokens_tenant(api: TestClie
                              "version": 2}  # fmt: skip
     assert status_of(old) == ("superseded", new)
     with session_scope() as db:
-        memory = db.get(Memory, new)
+        memory = db.get(Memory, (new, "pearl"))
         assert memory is not None
         assert (memory.content, memory.kind, memory.key, memory.user_id, memory.session_id) == (
             "Garden goes to Green & Co.",
@@ -108,7 +108,7 @@ def test_keeping_a_held_claim_supersedes_only_what_it_competes_with(api: TestCli
     override a claim scoped to another session."""
     held, in_force = conflict("pearl", "favorite_drink", "tea", "coffee")
     with session_scope() as db:  # the claim in force now holds for one other session only
-        memory = db.get(Memory, in_force)
+        memory = db.get(Memory, (in_force, "pearl"))
         assert memory is not None
         memory.claim_scope, memory.session_id = "session", "another-session"
     kept = api.post(

@@ -182,7 +182,8 @@ def test_forget_purges_every_trace(mdb: Any) -> None:
     tools.forget_memory(memory_id=follow)
     maintain("pearl")
     with session_scope() as db:
-        assert db.get(Memory, follow) is None and db.get(Memory, kept) is not None
+        assert db.get(Memory, (follow, "pearl")) is None
+        assert db.get(Memory, (kept, "pearl")) is not None
         assert db.scalars(select(UserTask)).all() == []
         logged = db.scalars(select(MemoryLog.details).where(MemoryLog.memory_id == follow)).all()
     assert logged and all("Anna" not in str(d) and "ring_anna" not in str(d) for d in logged)

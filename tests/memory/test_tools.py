@@ -26,7 +26,7 @@ def _tools(**kw: Any) -> MemoryTools:
 
 def _row(memory_id: int) -> Memory:
     with session_scope() as db:
-        memory = db.get(Memory, memory_id)
+        memory = db.get(Memory, (memory_id, "pearl"))
         assert memory is not None
         return memory
 

@@ -18,7 +18,7 @@ from continuum.pipeline.outbox import embed_pending, reset_embeddings
 from continuum.pipeline.sessions import finish_session
 from continuum.recall.fusion import FusionWeights
 from continuum.recall.search import SearchFilters, search
-from continuum.recall.textquery import plan, query_lexemes, table_stats
+from continuum.recall.textquery import plan, query_lexemes, table_stats, tenant_stats
 from continuum.store.engine import session_scope
 from continuum.sync.views import ensure_views
 from tests.support.events import LONG_TURN, session_end, turn
@@ -294,7 +294,7 @@ def test_text_channel_is_bounded_by_analyzed_statistics(
         conn.execute(text("ANALYZE messages"))
     table_stats.clear()
     with session_scope() as conn:
-        stats = table_stats.get(conn, "messages")
+        stats = tenant_stats(conn, "messages", "pearl")  # its partition's statistics
         lexemes = query_lexemes(conn, "standup zanzibar")
     assert stats.lexeme_freqs["standup"] == pytest.approx(1.0)
     assert stats.expected_rows("pearl", ("standup",)) == pytest.approx(300, rel=0.05)

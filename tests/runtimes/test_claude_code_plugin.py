@@ -186,7 +186,7 @@ def test_the_plugin_mcp_server_works_in_the_hooks_tenant(db: Any, tmp_path: Path
 
     answer = anyio.run(session)
     with session_scope() as db:
-        memory = db.get(Memory, answer["memoryId"])
+        memory = db.get(Memory, (answer["memoryId"], NAMESPACE))
         assert memory is not None
         assert (memory.namespace, memory.user_id) == (NAMESPACE, USER)
         assert memory.content.endswith("Jason uses Helix.")

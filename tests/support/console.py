@@ -29,8 +29,7 @@ def conflict(namespace: str, key: str, trusted: str, doubtful: str) -> tuple[int
 def status_of(memory_id: int) -> tuple[str, int | None]:
     """(status, superseded_by) of one memory."""
     with session_scope() as db:
-        memory = db.get(Memory, memory_id)
-        assert memory is not None
+        memory = db.scalars(select(Memory).where(Memory.id == memory_id)).one()  # any tenant
         return memory.status, memory.superseded_by
 
 
