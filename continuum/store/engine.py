@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import psycopg
+import psycopg._queries
 import sqlalchemy
 from psycopg.types.datetime import TimestamptzLoader
 from sqlalchemy import Engine, event
@@ -22,16 +23,36 @@ from continuum.store import lsn_tokens
 
 _engines: dict[tuple[int, str], Engine] = {}
 
+# psycopg parses a statement's placeholders once per text, but only for texts up to 4 kB:
+# longer ones are parsed again on every execution. The read plane's one-statement rankings
+# (`ranked_together`: a context call's sections, ~8 kB) are few distinct texts run on every
+# request, so they are cached too (the cache stays bounded: 128 texts per process).
+psycopg._queries.MAX_CACHED_STATEMENT_LENGTH = 32_768
+
+_DEFAULT_TIMESTAMPTZ_LOADER = (
+    psycopg.adapters.get_loader(psycopg.postgres.types["timestamptz"].oid, psycopg.pq.Format.TEXT)
+    or TimestamptzLoader
+)
+
 
 class ClampedTimestamptzLoader(TimestamptzLoader):
     """Postgres stores years past 9999 and before 1 AD; Python's datetime holds neither, so
     one such row would make every read that returns it fail. It reads as the nearest
     datetime Python has instead (events outside the accepted window are refused at the door;
-    this guards rows written before that, or by hand)."""
+    this guards rows written before that, or by hand).
+
+    Every value is parsed by psycopg's own loader (its C one when psycopg is built with it,
+    which cannot be subclassed): the pure-Python parser this class inherits cost a context
+    call about 0.25 ms of its ~7.5 ms of Python (1.9 against 0.18 us a value; a context call
+    reads about 130)."""
+
+    def __init__(self, oid: int, context: Any = None) -> None:
+        super().__init__(oid, context)
+        self._parse = _DEFAULT_TIMESTAMPTZ_LOADER(oid, context).load
 
     def load(self, data: Any) -> datetime:
         try:
-            return super().load(data)
+            return self._parse(data)
         except psycopg.DataError:
             return (datetime.min if b"BC" in bytes(data) else datetime.max).replace(tzinfo=UTC)
 
