@@ -11,7 +11,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 import psycopg
-import psycopg._queries
 import sqlalchemy
 from psycopg.types.datetime import TimestamptzLoader
 from sqlalchemy import Engine, event
@@ -22,12 +21,6 @@ from continuum.observability import tracing
 from continuum.store import lsn_tokens
 
 _engines: dict[tuple[int, str], Engine] = {}
-
-# psycopg parses a statement's placeholders once per text, but only for texts up to 4 kB:
-# longer ones are parsed again on every execution. The read plane's one-statement rankings
-# (`ranked_together`: a context call's sections, ~8 kB) are few distinct texts run on every
-# request, so they are cached too (the cache stays bounded: 128 texts per process).
-psycopg._queries.MAX_CACHED_STATEMENT_LENGTH = 32_768
 
 _DEFAULT_TIMESTAMPTZ_LOADER = (
     psycopg.adapters.get_loader(psycopg.postgres.types["timestamptz"].oid, psycopg.pq.Format.TEXT)
