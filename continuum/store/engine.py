@@ -8,7 +8,7 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import psycopg
 import sqlalchemy
@@ -115,14 +115,21 @@ def session_scope(url: str | None = None) -> Iterator[Session]:
         lsn_tokens.record_committed(session)
 
 
+class Sent(NamedTuple):
+    """One statement sent to the server, with its parameters."""
+
+    sql: str
+    parameters: Any
+
+
 @contextmanager
-def statements_run(url: str | None = None) -> Iterator[list[str]]:
+def statements_run(url: str | None = None) -> Iterator[list[Sent]]:
     """The SQL statements this process sends on the engine of `url` (default: the configured
     database) until the block ends, in order: each is one round trip (COMMIT not counted)."""
-    sent: list[str] = []
+    sent: list[Sent] = []
 
-    def record(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
-        sent.append(statement)
+    def record(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
+        sent.append(Sent(statement, parameters))
 
     engine = get_engine(url)
     event.listen(engine, "before_cursor_execute", record)

@@ -77,9 +77,9 @@ def test_last_used_is_written_once_a_minute_not_per_request(
     with statements_run() as sent:
         for _ in range(20):
             assert _me(api, token) == 200
-    assert not [sql for sql in sent if "api_tokens" in sql] and _last_used(info.id) == first
+    assert not [s for s in sent if "api_tokens" in s.sql] and _last_used(info.id) == first
     monkeypatch.setattr(tokens, "LAST_USED_RESOLUTION", timedelta(0))
     with statements_run() as sent:
         assert _me(api, token) == 200
-    assert len([sql for sql in sent if sql.startswith("UPDATE api_tokens")]) == 1
+    assert len([s for s in sent if s.sql.startswith("UPDATE api_tokens")]) == 1
     assert _last_used(info.id) > first

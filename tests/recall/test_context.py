@@ -377,7 +377,7 @@ def test_one_settings_round_trip_per_recall(garden: dict[str, int]) -> None:
     audit) set the search settings once, counted on the real connection."""
     with statements_run() as statements:
         context("pearl", "garden drainage", 800, user_id="jason", now=NOW, explain=True)
-    assert sum("set_config" in sql for sql in statements) == 1
+    assert sum("set_config" in sent.sql for sent in statements) == 1
 
 
 # Round trips of a context call with a seed, search settings and caches warm: the tasks;
@@ -403,7 +403,7 @@ def test_a_context_call_runs_a_bounded_number_of_statements(
     with statements_run() as sent:
         result = context("pearl", seed, 800, user_id="jason", now=NOW)
     assert any(item.ref.startswith("message:g1/") for item in result.items)  # turns lifted
-    assert len(sent) <= STATEMENTS_PER_CONTEXT, "\n\n".join(sent)
+    assert len(sent) <= STATEMENTS_PER_CONTEXT, "\n\n".join(s.sql for s in sent)
 
 
 def test_a_task_shows_when_it_is_due(db: Any) -> None:

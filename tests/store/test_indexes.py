@@ -5,35 +5,21 @@ partitioned table the index read is the one the migration's index made on the pa
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import event, text
+from sqlalchemy import text
 
 from continuum.pipeline.ending import end_idle_sessions
 from continuum.recall import listings
-from continuum.store.engine import get_engine, session_scope
+from continuum.store.engine import Sent, get_engine, session_scope, statements_run
 from tests.support.plans import reads_index
 from tests.support.seed import seed
 
 
-@contextmanager
-def caught(table: str) -> Iterator[list[tuple[str, Any]]]:
-    """The statements run meanwhile that read `table`."""
-    found: list[tuple[str, Any]] = []
-
-    def catch(conn: Any, cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
-        if f"FROM {table}" in statement:
-            found.append((statement, parameters))
-
-    engine = get_engine()
-    event.listen(engine, "before_cursor_execute", catch)
-    try:
-        yield found
-    finally:
-        event.remove(engine, "before_cursor_execute", catch)
+def reading(sent: list[Sent], table: str) -> list[Sent]:
+    """The statements of `sent` that read `table`."""
+    return [statement for statement in sent if f"FROM {table}" in statement.sql]
 
 
 def plan(statement: str, parameters: Any) -> str:
@@ -55,17 +41,17 @@ def test_cron_report_search_reads_the_full_text_index(db: Any) -> None:
             )
         )
         db_session.execute(text("ANALYZE cron_reports"))
-    with caught("cron_reports") as statements:
+    with statements_run() as sent:
         window = listings.Window(limit=20)
         found = listings.cron_reports(["pearl"], window, None, "daily report")
     assert len(found) == 4
-    [(statement, parameters)] = statements
+    [(statement, parameters)] = reading(sent, "cron_reports")
     assert reads_index(plan(statement, parameters), "cron_reports_tsv")
 
 
 def test_the_session_timeout_sweep_reads_only_open_sessions(db: Any) -> None:
     seed("pearl", sessions=4, turns=2)
-    with caught("sessions") as statements:
+    with statements_run() as sent:
         end_idle_sessions(now=datetime(2020, 1, 1, tzinfo=UTC))  # nothing that old: no send
-    [(statement, parameters)] = statements
+    [(statement, parameters)] = reading(sent, "sessions")
     assert reads_index(plan(statement, parameters), "sessions_open")

@@ -7,11 +7,9 @@ on its own); and the migration converts a populated database in place, and back.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import UniqueConstraint, event, text
+from sqlalchemy import UniqueConstraint, text
 
 from continuum.config import get_settings
 from continuum.dev import embedding_writes
@@ -23,7 +21,7 @@ from continuum.recall.context import context
 from continuum.recall.rankings import SEARCH_SETTINGS
 from continuum.recall.search import search
 from continuum.store import migrate
-from continuum.store.engine import get_engine, session_scope
+from continuum.store.engine import get_engine, session_scope, statements_run
 from continuum.store.models import Base
 from continuum.store.partitions import PARTITIONED, PARTITIONS, partition_of
 from continuum.sync.views import ensure_views
@@ -159,23 +157,6 @@ def _fill(namespace: str, rows: int) -> None:
         conn.execute(text("ANALYZE memories, messages"))
 
 
-@contextmanager
-def caught() -> Iterator[list[tuple[str, Any]]]:
-    """The SELECT statements run meanwhile."""
-    found: list[tuple[str, Any]] = []
-
-    def catch(conn: Any, cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
-        if statement.lstrip().upper().startswith(("SELECT", "WITH", "(SELECT")):
-            found.append((statement, parameters))
-
-    engine = get_engine()
-    event.listen(engine, "before_cursor_execute", catch)
-    try:
-        yield found
-    finally:
-        event.remove(engine, "before_cursor_execute", catch)
-
-
 def plan(statement: str, parameters: Any) -> str:
     """The statement's plan under the settings every search runs with."""
     with get_engine().connect() as conn:
@@ -192,12 +173,14 @@ def test_a_tenants_search_and_context_read_its_partition_through_its_indexes(db:
     _fill("entrepreneur", ROWS // 10)  # another tenant's rows, wherever they land
     with session_scope() as db_session:
         mine = {table: partition_of(db_session, table, "pearl") for table in PARTITIONED}
-    with caught() as statements:
+    with statements_run() as statements:
         hits = search("pearl", "when does the Zanzibar ferry leave?", limit=5)
         block = context("pearl", "the Zanzibar ferry", 600, user_id="jason", channel="voice")
     assert hits and "Zanzibar" in hits[0].content and block.items
     read = {"vector": [], "text": []}
     for statement, parameters in statements:
+        if not statement.lstrip().upper().startswith(("SELECT", "WITH", "(SELECT")):
+            continue  # the recall log's INSERT
         explained = plan(statement, parameters)
         for table, remainder in PARTITION_NAME.findall(explained):
             assert f"{table}__p{remainder}" == mine[table], (statement, explained)

@@ -9,12 +9,11 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import event, text
+from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError, OperationalError
 
 from continuum.api import create_app
@@ -25,7 +24,7 @@ from continuum.recall.namespace_queries import recent_messages
 from continuum.recall.search import search
 from continuum.security.tokens import create_token
 from continuum.store import migrate, reads
-from continuum.store.engine import get_engine, session_scope
+from continuum.store.engine import session_scope, statements_run
 from continuum.store.reads import read_scope
 from tests.support.events import turn
 from tests.support.paths import TEST_HOME
@@ -57,22 +56,6 @@ def served_by(namespace: str) -> str:
         return "standby" if db.scalar(text("SELECT pg_is_in_recovery()")) else "primary"
 
 
-@contextmanager
-def statements(url: str) -> Iterator[list[str]]:
-    """Every statement this process sends to the server at `url` inside the block."""
-    seen: list[str] = []
-
-    def count(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
-        seen.append(statement)
-
-    engine = get_engine(url)
-    event.listen(engine, "before_cursor_execute", count)
-    try:
-        yield seen
-    finally:
-        event.remove(engine, "before_cursor_execute", count)
-
-
 def api_get(api: TestClient, token: str, path: str) -> Any:
     response = api.get(path, headers={"Authorization": f"Bearer {token}"})
     assert response.status_code == 200, (path, response.text)
@@ -84,8 +67,8 @@ def test_the_read_plane_reads_the_standby(standby: PgStandby) -> None:
     token, _ = create_token(["pearl"])
     standby.wait_replayed()
     with (
-        statements(standby.url("standby")) as on_standby,
-        statements(standby.url("primary")) as on_primary,
+        statements_run(standby.url("standby")) as on_standby,
+        statements_run(standby.url("primary")) as on_primary,
         TestClient(create_app()) as api,
     ):
         assert [hit.source_message_ids for hit in search("pearl", "boiler pressure")] == [["m1"]]
@@ -95,10 +78,10 @@ def test_the_read_plane_reads_the_standby(standby: PgStandby) -> None:
         assert "boiler" in api_get(api, token, "/v1/context?seed_text=boiler")["block"]
         assert api_get(api, token, "/v1/messages")["items"]
     assert served_by("pearl") == served_by("opal") == "standby"
-    assert any("messages" in sql for sql in on_standby)
+    assert any("messages" in sent.sql for sent in on_standby)
     # The primary only authenticated the token and logged the recalls.
-    assert not [sql for sql in on_primary if "messages" in sql or "memories" in sql]
-    assert any("INSERT INTO memory_log" in sql for sql in on_primary)
+    assert not [s for s in on_primary if "messages" in s.sql or "memories" in s.sql]
+    assert any("INSERT INTO memory_log" in sent.sql for sent in on_primary)
 
 
 def test_a_write_is_read_back_at_once_while_the_standby_lags(standby: PgStandby) -> None:
