@@ -291,10 +291,9 @@ class _Keys:
 
 
 def _key(record: Record) -> tuple[Any, ...]:
+    """What makes a record other than a memory unique in its archive."""
     if isinstance(record, MessageRecord):
         return (record.type, record.session_id, record.message_id)
-    if isinstance(record, MemoryRecord):
-        return (record.type, record.ref)
     if isinstance(record, TaskRecord):
         return (record.type, record.task_id)
     return (record.type, record.session_id)
@@ -320,30 +319,21 @@ def memory_links(details: dict[str, Any]) -> dict[str, int]:
 
 def validate(lines: Iterable[bytes]) -> tuple[Header, Manifest]:
     """Read a whole archive; its header and manifest, or ArchiveRefused saying what is wrong
-    with it (nothing of a refused archive may be imported)."""
-    digest = hashlib.sha256()
-    counts: Counter[str] = Counter({kind: 0 for kind in RECORD_TYPES})
+    with it (nothing of a refused archive may be imported). Each line is made again as export
+    makes it (`Lines`), so the manifest it must match also refuses a line that is not
+    canonical JSON."""
+    made = Lines()
     keys = _Keys()
-    refs: set[int] = set()
     named: set[int] = set()
     order = 0
     header: Header | None = None
     manifest: Manifest | None = None
-
-    last: list[bytes] = []  # the line read last: hashed once another follows it
-
-    def hashed(lines: Iterable[bytes]) -> Iterator[bytes]:
-        for raw in lines:
-            if last:
-                digest.update(last.pop())
-            last.append(raw)
-            yield raw
-
-    for number, item in enumerate(records(hashed(lines)), start=1):
+    for number, item in enumerate(records(lines), start=1):
         if manifest is not None:
             raise ArchiveRefused(f"line {number} follows the manifest: the archive is damaged")
         if isinstance(item, Header):
             header = item
+            made.header(item.namespace, item.user)
         elif isinstance(item, Manifest):
             manifest = item
         else:
@@ -353,13 +343,13 @@ def validate(lines: Iterable[bytes]) -> tuple[Header, Manifest]:
                     f"line {number}: a {item.type} after the {RECORD_TYPES[order]}s"
                 )
             order = rank
-            keys.add(number, item)
-            counts[item.type] += 1
-            if isinstance(item, MemoryRecord):
-                if item.ref != counts["memory"]:
+            made.record(item)
+            if isinstance(item, MemoryRecord):  # keyed by its ref, which must run 1, 2, …
+                if item.ref != made.counts["memory"]:
                     raise ArchiveRefused(f"line {number}: memory ref {item.ref} is out of order")
-                refs.add(item.ref)
                 named.update(_references(item))
+            else:
+                keys.add(number, item)
     assert header is not None  # `records` yields it first or raises
     if manifest is None:
         raise ArchiveRefused(
@@ -367,16 +357,18 @@ def validate(lines: Iterable[bytes]) -> tuple[Header, Manifest]:
         )
     if manifest.version != header.version:
         raise ArchiveRefused("the manifest's version is not the header's: the archive is damaged")
-    if manifest.sha256 != digest.hexdigest():
+    expected = made.manifest()
+    if manifest.counts != expected.counts or manifest.records != expected.records:
+        raise ArchiveRefused(
+            f"the archive holds {expected.counts} but its manifest says {manifest.counts}: it "
+            "is damaged; export it again"
+        )
+    if manifest.sha256 != expected.sha256:
         raise ArchiveRefused(
             "the archive's checksum does not match its manifest: it was altered or damaged; "
             "export it again"
         )
-    if manifest.counts != dict(counts) or manifest.records != sum(counts.values()):
-        raise ArchiveRefused(
-            f"the archive holds {dict(counts)} but its manifest says {manifest.counts}: it is "
-            "damaged; export it again"
-        )
-    if missing := sorted(named - refs):
+    # memory refs run 1, 2, … (checked above): a named ref past the last is missing
+    if missing := sorted(ref for ref in named if not 1 <= ref <= made.counts["memory"]):
         raise ArchiveRefused(f"memories name refs the archive does not hold: {missing[:5]}")
     return header, manifest

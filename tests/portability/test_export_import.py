@@ -6,6 +6,7 @@ into an encrypted one is sealed at rest, and back."""
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 from typing import Any
@@ -165,7 +166,18 @@ def _damaged(archive: bytes) -> dict[str, tuple[bytes, str]]:
             b"".join([*lines[:2], b'{"type":"secret"}\n', *lines[2:]]),
             "unknown record type",
         ),
+        "a line reformatted, its manifest made to match": (_reformatted(lines), "checksum"),
     }
+
+
+def _reformatted(lines: list[bytes]) -> bytes:
+    """The archive with its second line as the same record in other JSON (spaces after the
+    separators), and the manifest's checksum recomputed over the new bytes."""
+    second = (json.dumps(json.loads(lines[1]), sort_keys=True) + "\n").encode()
+    body = [lines[0], second, *lines[2:-1]]
+    manifest = {**json.loads(lines[-1]), "sha256": hashlib.sha256(b"".join(body)).hexdigest()}
+    canonical = json.dumps(manifest, sort_keys=True, separators=(",", ":")) + "\n"
+    return b"".join([*body, canonical.encode()])
 
 
 def test_a_damaged_or_newer_archive_is_refused_and_nothing_of_it_is_written(
