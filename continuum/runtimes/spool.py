@@ -104,18 +104,18 @@ def _reject(home: Path, path: Path, reason: str) -> None:
     log_error(home, f"spool: {path.name} is not a valid event, moved to {REJECTED_DIR}/: {reason}")
 
 
-def _drop_paused(spooled: list[tuple[Path, dict[str, Any], Event]]) -> int:
-    """Delete the spooled turns said while their session's capture was paused; returns how
-    many. Raises redis.RedisError when Redis cannot tell (the spool keeps them)."""
+def _drop_paused(spooled: list[tuple[Path, dict[str, Any], Event]]) -> set[Path]:
+    """Delete the spooled turns said while their session's capture was paused; returns their
+    files. Raises redis.RedisError when Redis cannot tell (the spool keeps them)."""
     from continuum.ephemeral.pause import said_while_paused
 
     turns = {path: (event.namespace, event.session_id, event.ts)
              for path, _, event in spooled if event.kind == "turn"}  # fmt: skip
     paused = said_while_paused(turns.values())
-    dropped = [path for path, turn in turns.items() if turn in paused]
+    dropped = {path for path, turn in turns.items() if turn in paused}
     for path in dropped:
         path.unlink(missing_ok=True)
-    return len(dropped)
+    return dropped
 
 
 def _send_pending(home: Path) -> tuple[int, int, int]:
@@ -137,10 +137,10 @@ def _send_pending(home: Path) -> tuple[int, int, int]:
             rejected += 1
             continue
         spooled.append((path, data, event))
-    paused = _drop_paused(spooled) if spooled else 0
-    valid = [(path, data) for path, data, _ in spooled if path.exists()]
+    dropped = _drop_paused(spooled) if spooled else set()
+    valid = [(path, data) for path, data, _ in spooled if path not in dropped]
     if not valid:
-        return 0, rejected, paused
+        return 0, rejected, len(dropped)
     size = get_settings().max_batch_events
     client = MemoryClient()
     try:
@@ -151,7 +151,7 @@ def _send_pending(home: Path) -> tuple[int, int, int]:
                 path.unlink(missing_ok=True)
     finally:
         client.close()
-    return len(valid), rejected, paused
+    return len(valid), rejected, len(dropped)
 
 
 def flush(home: Path) -> dict[str, Any]:
