@@ -139,7 +139,10 @@ def _pick(url: str, namespaces: Iterable[str]) -> tuple[DbSession | None, bool]:
     if db is None:
         return None, False
     try:
-        if written is None or _has_replayed(db, standby, written):
+        # Redis cannot say what was written (UNKNOWN): no replay position is enough to ask
+        if written is None or (
+            written != lsn_tokens.UNKNOWN and _has_replayed(db, standby, written)
+        ):
             return db, True
     except OperationalError as exc:
         db.close()
