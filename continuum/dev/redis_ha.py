@@ -33,6 +33,10 @@ from continuum.dev.embedded import EmbeddedError, free_port
 STATE_FILE = "redis-ha.json"
 MASTER_NAME = "continuum"
 START_TIMEOUT_S = 20.0
+# A master that comes back after a failover is made a replica by the sentinels only once two
+# of their INFO rounds (every 10 s to a replica) have seen it claim the master role at least
+# 8 s apart (redis sentinel.c: four publish periods): up to ~20 s, then its full sync.
+REJOIN_TIMEOUT_S = 45.0
 
 
 @dataclass(frozen=True)
@@ -258,9 +262,9 @@ class RedisHA:
 
     def wait_in_sync(self, replicas: int = 1, master: str | None = None) -> None:
         """Wait until `master` (default: the one the sentinels name) has `replicas` replicas
-        online."""
+        online (a former master among them may take the sentinels `REJOIN_TIMEOUT_S`)."""
         self._wait(lambda: self._replicas_online(master or self.master(), replicas),
-                   f"{replicas} replica(s) in sync")  # fmt: skip
+                   f"{replicas} replica(s) in sync", REJOIN_TIMEOUT_S)  # fmt: skip
 
     def master(self) -> str:
         """The name of the node the sentinels name master now (the first that answers)."""
