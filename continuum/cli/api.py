@@ -5,8 +5,6 @@ the database load inside the commands."""
 from __future__ import annotations
 
 import os
-import socket
-from typing import Any
 
 import typer
 
@@ -36,27 +34,15 @@ def serve(
     ),
 ) -> None:
     """Serve the HTTP API (/v1, /docs, /metrics) and Mission Control (/)."""
-    import uvicorn
-
+    from continuum.api.serving import serve as serve_api
     from continuum.config import get_settings
     from continuum.security.logs import server_log_config
 
-    # Every uvicorn worker imports continuum.api.asgi, which reads the limit from here.
+    # Every worker imports continuum.api.asgi, which reads the limit from here.
     os.environ["CONTINUUM_API_MAX_BODY_BYTES"] = str(max_body_bytes)
-    config = uvicorn.Config(
-        "continuum.api.asgi:app",
-        host=host,
-        port=port,
-        workers=workers or get_settings().api_workers,
-        log_config=server_log_config(),
+    raise typer.Exit(
+        serve_api(host, port, workers or get_settings().api_workers, server_log_config())
     )
-    sockets = [listening_socket(config)]
-    if config.workers == 1:
-        uvicorn.Server(config).run(sockets=sockets)
-        return
-    from uvicorn.supervisors import Multiprocess
-
-    Multiprocess(config, sockets=sockets).run()
 
 
 @app.command("openapi")
@@ -68,18 +54,6 @@ def openapi() -> None:
     from continuum.api.app import openapi_json
 
     sys.stdout.write(openapi_json())
-
-
-def listening_socket(config: Any) -> socket.socket:
-    """The socket the API listens on (shared by its worker processes), with TCP_NODELAY.
-    uvicorn makes it
-    without IPPROTO_TCP, so asyncio does not set TCP_NODELAY on the connections it accepts:
-    on a kept-alive connection a response sent in two writes then waited for the client's
-    delayed ACK, 40 ms a request. Set on the listening socket, it is inherited by every
-    connection accepted from it."""
-    sock: socket.socket = config.bind_socket()
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    return sock
 
 
 @tokens_app.command("create")

@@ -8,6 +8,7 @@ from typing import Any
 from typer.testing import CliRunner
 
 from continuum.cli.api import tokens_app
+from continuum.config import ConfigError
 from continuum.security.tokens import authenticate, hash_token, list_tokens
 
 runner = CliRunner()
@@ -45,23 +46,16 @@ def test_a_token_needs_valid_namespaces(db: Any) -> None:
 def test_api_runs_one_worker_per_core_unless_told(monkeypatch: Any) -> None:
     """`continuum api` serves with CONTINUUM_API_WORKERS processes, by default one per CPU
     core it may use (one process uses about one core); `--workers` wins over both."""
-    from uvicorn import supervisors
-
     from continuum import config
+    from continuum.api import serving
     from continuum.cli.api import app as api_app
     from continuum.config import get_settings
 
     served: list[int] = []
-
-    class Supervisor:  # records the worker processes it was asked for, starts none
-        def __init__(self, config: Any, sockets: list[Any]) -> None:
-            served.append(config.workers)
-            sockets[0].close()
-
-        def run(self) -> None:
-            pass
-
-    monkeypatch.setattr(supervisors, "Multiprocess", Supervisor)
+    # records the worker processes it was asked for, starts none
+    monkeypatch.setattr(
+        serving, "serve", lambda host, port, workers, log_config: served.append(workers) or 0
+    )
     monkeypatch.setattr(config, "usable_cpus", lambda: 6)
     monkeypatch.delenv("CONTINUUM_API_WORKERS", raising=False)
     monkeypatch.setenv("CONTINUUM_API_MAX_BODY_BYTES", "1048576")  # `api` sets it
@@ -78,21 +72,34 @@ def test_api_runs_one_worker_per_core_unless_told(monkeypatch: Any) -> None:
 
 
 def test_api_worker_connections_send_without_delay() -> None:
-    """The socket `continuum api`'s worker processes share hands out connections with
+    """The sockets `continuum api`'s worker processes listen on hand out connections with
     TCP_NODELAY (without it a kept-alive request waited 40 ms for a delayed ACK)."""
     import socket
 
-    import uvicorn
+    from continuum.api.serving import listening_socket
 
-    from continuum.cli.api import listening_socket
+    for shared in (False, True):
+        with listening_socket("127.0.0.1", 0, shared=shared) as server:
+            server.listen()  # as each worker's server does
+            with socket.create_connection(server.getsockname()[:2]):
+                accepted, _ = server.accept()
+                with accepted:
+                    assert accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
 
-    config = uvicorn.Config("continuum.api.asgi:app", host="127.0.0.1", port=0, workers=2)
-    with listening_socket(config) as server:
-        server.listen()  # as each worker's server does
-        with socket.create_connection(server.getsockname()[:2]):
-            accepted, _ = server.accept()
-            with accepted:
-                assert accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
+
+def test_an_address_in_use_is_refused_with_what_to_do(db: Any) -> None:
+    from continuum.api.serving import listening_socket
+    from continuum.cli.main import app as main_app
+
+    with listening_socket("127.0.0.1", 0) as taken:
+        taken.listen()
+        port = taken.getsockname()[1]
+        for workers in ("1", "2"):
+            refused = runner.invoke(main_app, ["api", "--port", str(port), "--workers", workers])
+            assert refused.exit_code != 0
+            assert isinstance(refused.exception, ConfigError)
+            assert f"cannot listen on 127.0.0.1:{port}" in str(refused.exception)
+            assert "choose another --port" in str(refused.exception)
 
 
 def test_a_token_in_the_query_string_never_reaches_the_access_log(db: Any, tmp_path: Any) -> None:

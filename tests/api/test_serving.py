@@ -1,0 +1,91 @@
+"""`continuum api` with two worker processes, as served (real processes, real sockets): kept-
+alive clients are spread over both workers, a worker that dies is replaced while the API
+keeps answering, and the workers stop when their parent is gone."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psutil
+import pytest
+
+from continuum.processes import spawn, stop
+from tests.support.net import free_port
+from tests.support.wait import wait_for
+
+CLIENTS = 16
+
+
+def _workers(server: psutil.Process) -> list[psutil.Process]:
+    return [child for child in server.children()
+            if "spawn_main" in " ".join(child.cmdline())]  # fmt: skip
+
+
+def _listening(worker: psutil.Process, port: int) -> bool:
+    return any(c.status == psutil.CONN_LISTEN and c.laddr.port == port
+               for c in worker.net_connections("tcp"))  # fmt: skip
+
+
+def _connections(worker: psutil.Process, port: int) -> int:
+    return sum(1 for c in worker.net_connections("tcp")
+               if c.status == psutil.CONN_ESTABLISHED and c.laddr.port == port)  # fmt: skip
+
+
+def _serving(server: psutil.Process, port: int, count: int = 2) -> list[psutil.Process]:
+    """Wait until `count` workers of `server` listen on `port`; returns them."""
+    found: list[psutil.Process] = []
+
+    def ready() -> bool:
+        found[:] = [w for w in _workers(server) if _listening(w, port)]
+        return len(found) == count
+
+    wait_for(ready, timeout=90, interval=0.2)
+    return found
+
+
+@pytest.fixture
+def api(db: Any, tmp_path: Path) -> Any:
+    port = free_port()
+    continuum = str(Path(sys.executable).parent / "continuum")
+    proc = spawn([continuum, "api", "--port", str(port), "--workers", "2"], tmp_path / "api.log")
+    try:
+        yield psutil.Process(proc.pid), port
+    finally:
+        stop(proc, timeout=20)
+
+
+def test_kept_alive_clients_are_spread_over_both_workers(api: Any) -> None:
+    """With one shared socket the first worker to wake accepted all 16 connections and the
+    other idled; each worker now has a socket of its own and the kernel spreads them (all 16
+    on one worker by chance: 1 in 32,768)."""
+    server, port = api
+    workers = _serving(server, port)
+    clients = [httpx.Client(base_url=f"http://127.0.0.1:{port}") for _ in range(CLIENTS)]
+    try:
+        for client in clients:
+            assert client.get("/openapi.json").status_code == 200
+        held = [_connections(worker, port) for worker in workers]
+    finally:
+        for client in clients:
+            client.close()
+    assert sum(held) == CLIENTS and min(held) >= 1, held
+
+
+def test_a_dead_worker_is_replaced_and_workers_outlive_no_parent(api: Any) -> None:
+    server, port = api
+    first, second = _serving(server, port)
+    os.kill(first.pid, signal.SIGKILL)
+    # Meanwhile every new connection is served: the dead worker's socket left the group.
+    for _ in range(CLIENTS):
+        assert httpx.get(f"http://127.0.0.1:{port}/openapi.json", timeout=10).status_code == 200
+    workers = _serving(server, port)
+    assert second in workers and first.pid not in {w.pid for w in workers}
+
+    os.kill(server.pid, signal.SIGKILL)  # the parent alone: its workers stop on their own
+    _, alive = psutil.wait_procs(workers, timeout=15)
+    assert not alive, [w.pid for w in alive]
