@@ -61,7 +61,9 @@ async def current_token(
     return info
 
 
-def current_scope(
+# async: it does no I/O, and FastAPI runs a plain `def` dependency on a thread of the pool
+# (docs/api.md, Concurrency), as are the other dependencies that do none.
+async def current_scope(
     token: Annotated[TokenInfo, Depends(current_token)],
     instance: Annotated[
         str | None, Query(description="Namespace (instance) to use; default: all of the token's.")

@@ -56,7 +56,7 @@ class PageParams:
         return self.page(rows[self.offset :])
 
 
-def page_params(
+async def page_params(
     request: Request,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE, description="Page size.")] = 50,
     offset: Annotated[int, Query(ge=0, le=MAX_OFFSET, description="Rows to skip.")] = 0,

@@ -18,7 +18,7 @@ from continuum.recall.listings import Window
 from continuum.recall.timeparse import day_span
 
 
-def time_zone_param(
+async def time_zone_param(
     tz: Annotated[
         str | None,
         Query(
@@ -65,7 +65,7 @@ def _in_zone(value: datetime | None, zone: tzinfo) -> datetime | None:
     return value.replace(tzinfo=zone)
 
 
-def listing(
+async def listing(
     page: PageDep,
     scope: ScopeDep,
     tz: TimeZoneDep,

@@ -27,7 +27,7 @@ router = APIRouter(prefix="/v1/memories", tags=["memories"])
 Name = Annotated[str | None, Query(max_length=200)]
 
 
-def memory_tools(
+async def memory_tools(
     scope: ScopeDep,
     user_id: Name = None,
     session_id: Name = None,
