@@ -40,6 +40,7 @@ from continuum.api.routes import (
     tools,
     ui,
 )
+from continuum.api.serving import RebalanceConnections
 from continuum.config import get_settings
 from continuum.contract.client import MemoryClient
 from continuum.observability import tracing
@@ -115,6 +116,7 @@ def create_app(max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> FastAPI:
         app.include_router(router)
     app.mount("/static", StaticFiles(directory=ui.STATIC_DIR), name="static")
     app.add_middleware(BodySizeLimit, max_bytes=max_body_bytes)
+    app.add_middleware(RebalanceConnections)  # among several worker processes
     app.add_exception_handler(redis.ConnectionError, _redis_unavailable)
     app.add_exception_handler(redis.TimeoutError, _redis_unavailable)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]

@@ -8,8 +8,15 @@ two workers and 16 clients of `GET /v1/context` (2-core machine, idle): one work
 16 connections while the other spent 0.03 s of CPU in 10 s; 53-59 req/s, 1.4 of 2 cores
 busy. Here every worker binds a socket of its own to the same address with `SO_REUSEPORT`,
 and the kernel spreads new connections across them by a hash of their addresses (as nginx's
-`reuseport` does): 69-78 req/s, both cores busy. The hash balances connections, not their
-load: a client that keeps its connection stays with its worker.
+`reuseport` does): 69-78 req/s, both cores busy.
+
+The hash is a draw: 16 connections over two workers came 13/3 in one run, and a client keeps
+its worker while it keeps its connection, so the clients of the crowded worker waited ~1.7×
+longer. So the workers share their counts of open connections (`Balance`), and a worker
+holding more than its fair share (the total over the workers, rounded up) closes one
+kept-alive connection after its response (`Connection: close`, `RebalanceConnections`), at
+most every `SHED_EVERY_S`; the client reconnects and the kernel draws again, until the
+counts are even.
 
 A worker that dies is replaced (its socket left the kernel's group when it closed, so no
 connection waits for it). A worker that exits before its server started cannot serve (the
@@ -38,6 +45,8 @@ log = logging.getLogger("uvicorn.error")
 APP = "continuum.api.asgi:app"
 STOP_GRACE_S = 10.0  # how long stopping workers may finish their requests
 POLL_S = 0.5
+COUNT_EVERY_S = 0.1  # how often a worker publishes its number of open connections
+SHED_EVERY_S = 0.2  # a worker above its share closes at most one connection this often
 
 
 def listening_socket(host: str, port: int, *, shared: bool = False) -> socket.socket:
@@ -65,13 +74,79 @@ def _config(options: dict[str, Any]) -> Any:
     return uvicorn.Config(APP, **options)
 
 
-def _serve(sock: socket.socket, options: dict[str, Any], started: Any = None) -> None:
-    """Run a uvicorn server on `sock`; `started` (an Event) is set once it serves."""
+@dataclass
+class Balance:
+    """This worker's view of the open connections of every worker (`counts`, shared memory
+    of the parent's, one slot each; this worker's is `index`)."""
+
+    counts: Any  # a multiprocessing Array of ints
+    index: int
+    server: Any  # this worker's uvicorn.Server
+    _shed_at: float = 0.0
+
+    def publish(self) -> None:
+        self.counts[self.index] = len(self.server.server_state.connections)
+
+    def shed(self) -> bool:
+        """Whether to close the connection of the request now starting (this worker holds
+        more than its share, and closed none in the last SHED_EVERY_S)."""
+        counts = list(self.counts)
+        share = -(-sum(counts) // len(counts))
+        now = time.monotonic()
+        if counts[self.index] <= share or now - self._shed_at < SHED_EVERY_S:
+            return False
+        self._shed_at = now
+        self.counts[self.index] -= 1  # until the next count, so as not to shed twice
+        return True
+
+
+_balance: Balance | None = None  # set in a worker process of several
+
+
+def shed_connection() -> bool:
+    """Whether this worker should close the connection of the request now starting."""
+    return _balance is not None and _balance.shed()
+
+
+class RebalanceConnections:
+    """ASGI middleware: `Connection: close` on the response of a request whose worker holds
+    more than its share of the connections (see the module's docstring)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or not shed_connection():
+            await self.app(scope, receive, send)
+            return
+
+        async def closing(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                headers = [*message.get("headers", []), (b"connection", b"close")]
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, receive, closing)
+
+
+def _serve(
+    sock: socket.socket,
+    options: dict[str, Any],
+    started: Any = None,
+    counts: Any = None,
+    index: int = 0,
+) -> None:
+    """Run a uvicorn server on `sock`; `started` (an Event) is set once it serves; with
+    `counts` (shared), it publishes its open connections in slot `index` and sheds."""
+    global _balance
     import uvicorn
 
     server = uvicorn.Server(_config(options))
     if started is not None:
         threading.Thread(target=_report_started, args=(server, started), daemon=True).start()
+    if counts is not None:
+        _balance = Balance(counts, index, server)
+        threading.Thread(target=_publish_counts, args=(_balance,), daemon=True).start()
     server.run(sockets=[sock])
 
 
@@ -81,6 +156,12 @@ def _report_started(server: Any, started: Any) -> None:
     started.set()
 
 
+def _publish_counts(balance: Balance) -> None:
+    while True:
+        balance.publish()
+        time.sleep(COUNT_EVERY_S)
+
+
 def _stop_when_orphaned(parent: int) -> None:
     """In a worker: SIGTERM itself (uvicorn's graceful stop) once `parent` is gone."""
     while os.getppid() == parent:
@@ -88,10 +169,11 @@ def _stop_when_orphaned(parent: int) -> None:
     os.kill(os.getpid(), signal.SIGTERM)
 
 
-def _worker(options: dict[str, Any], parent: int, started: Any) -> None:
+def _worker(options: dict[str, Any], parent: int, started: Any, counts: Any, index: int) -> None:
     """A worker process: its own socket on the shared address, its own server."""
     threading.Thread(target=_stop_when_orphaned, args=(parent,), daemon=True).start()
-    _serve(listening_socket(options["host"], options["port"], shared=True), options, started)
+    sock = listening_socket(options["host"], options["port"], shared=True)
+    _serve(sock, options, started, counts, index)
 
 
 @dataclass(frozen=True)
@@ -109,12 +191,16 @@ class Workers:
     count: int
     _running: list[_Worker] = field(default_factory=list)
     _stopping: threading.Event = field(default_factory=threading.Event)
+    _context: Any = field(default_factory=lambda: multiprocessing.get_context("spawn"))
+    _counts: Any = None
 
-    def _start(self) -> _Worker:
-        context = multiprocessing.get_context("spawn")
-        started = context.Event()
-        process = context.Process(
-            target=_worker, args=(self.options, os.getpid(), started), name="continuum-api-worker"
+    def _start(self, index: int) -> _Worker:
+        self._counts[index] = 0
+        started = self._context.Event()
+        process = self._context.Process(
+            target=_worker,
+            args=(self.options, os.getpid(), started, self._counts, index),
+            name=f"continuum-api-worker-{index}",
         )
         process.start()
         return _Worker(process, started)
@@ -123,7 +209,8 @@ class Workers:
         """Serve until told to stop; 0, or the exit code of a worker that could not start."""
         for signum in (signal.SIGTERM, signal.SIGINT):
             signal.signal(signum, lambda *_: self._stopping.set())
-        self._running = [self._start() for _ in range(self.count)]
+        self._counts = self._context.Array("i", self.count)
+        self._running = [self._start(index) for index in range(self.count)]
         code = 0
         while not self._stopping.wait(POLL_S):
             code = self._replace_ended()
@@ -142,7 +229,7 @@ class Workers:
                 log.error("API worker %s exited %s while starting; stopping.", process.pid, code)
                 return code or 1
             log.warning("API worker %s exited %s; starting another.", process.pid, code)
-            self._running[index] = self._start()
+            self._running[index] = self._start(index)
         return 0
 
     def _stop(self) -> None:

@@ -59,10 +59,11 @@ def api(db: Any, tmp_path: Path) -> Any:
         stop(proc, timeout=20)
 
 
-def test_kept_alive_clients_are_spread_over_both_workers(api: Any) -> None:
+def test_kept_alive_clients_are_spread_over_both_workers_then_evened(api: Any) -> None:
     """With one shared socket the first worker to wake accepted all 16 connections and the
     other idled; each worker now has a socket of its own and the kernel spreads them (all 16
-    on one worker by chance: 1 in 32,768)."""
+    on one worker by chance: 1 in 32,768). The draw may still be uneven (13/3 was seen): the
+    crowded worker closes connections after their responses until each holds 8."""
     server, port = api
     workers = _serving(server, port)
     clients = [httpx.Client(base_url=f"http://127.0.0.1:{port}") for _ in range(CLIENTS)]
@@ -70,10 +71,17 @@ def test_kept_alive_clients_are_spread_over_both_workers(api: Any) -> None:
         for client in clients:
             assert client.get("/openapi.json").status_code == 200
         held = [_connections(worker, port) for worker in workers]
+        assert min(held) >= 1, held  # (a few may be closed already, to even them)
+
+        def even() -> bool:
+            for client in clients:  # a closed connection is opened again, and drawn again
+                assert client.get("/openapi.json").status_code == 200
+            return [_connections(worker, port) for worker in workers] == [CLIENTS // 2] * 2
+
+        wait_for(even, timeout=30, interval=0.05)
     finally:
         for client in clients:
             client.close()
-    assert sum(held) == CLIENTS and min(held) >= 1, held
 
 
 def test_a_dead_worker_is_replaced_and_workers_outlive_no_parent(api: Any) -> None:
