@@ -198,29 +198,36 @@ def test_events_per_second_and_per_cpu_second_with_one_two_and_three_worker_host
     second; the events per CPU-second of the workers must not fall as hosts are added (no
     host costs the others work: contention on shared queues or rows would, as cold pool
     processes did: 159, 101 and 77 events per CPU-second before the warm-up), within
-    `PER_CPU_SWING`."""
+    `PER_CPU_SWING`. A last row runs one host with three hosts' pool processes: what the
+    same number of processes costs on these two cores without more hosts."""
     rows = []
-    for count in (1, 2, 3):
+    for count, concurrency in ((1, 2), (2, 2), (3, 2), (1, 6)):
         hosts = WORKER_HOSTS[:count]
-        start_worker_hosts(cluster, hosts)
+        start_worker_hosts(cluster, hosts, concurrency=concurrency)
+        run = f"{count}x{concurrency}"
         try:
             # Warm up first: a pool process's first tasks load what they run (seconds of CPU
             # each), which would charge each added host for starting, not for its work.
-            warm_up = decisions(300, f"warm{count}-")
-            start_producer(cluster, warm_up, f"warm{count}")
-            produced(cluster, f"warm{count}")
+            warm_up = decisions(300, f"warm{run}-")
+            start_producer(cluster, warm_up, f"warm{run}")
+            produced(cluster, f"warm{run}")
             assert_exactly_once(warm_up)
-            events = decisions(1500, f"scale{count}-")
+            events = decisions(1500, f"scale{run}-")
             before = cpu_seconds(cluster, hosts)
-            start_producer(cluster, events, f"scale{count}", size=10, max_queued=40)
-            result = produced(cluster, f"scale{count}")
+            start_producer(cluster, events, f"scale{run}", size=10, max_queued=40)
+            result = produced(cluster, f"scale{run}")
             assert_exactly_once(events)
             took_s = last_stored_at(events) - min(result.accepted_at.values())
             cpu_s = cpu_spent(before, cpu_seconds(cluster, hosts))
         finally:
             stop_worker_hosts(cluster, hosts)
-        rows.append([count, len(events) / took_s, cpu_s, len(events) / cpu_s])
-    show("1,500 events on 1, 2 and 3 worker hosts (two cores in all)",
+        rows.append([f"{count}" + (f" (-c {concurrency})" if concurrency != 2 else ""),
+                     len(events) / took_s, cpu_s, len(events) / cpu_s])  # fmt: skip
+    show("1,500 events on 1, 2 and 3 worker hosts (two cores in all; -c 2 each)",
          ["worker hosts", "events/s", "worker CPU s", "events per CPU-second"], rows)  # fmt: skip
-    per_cpu = [row[3] for row in rows]
+    per_cpu = [row[3] for row in rows[:3]]
+    print(
+        f"3 hosts ÷ 1 host: {per_cpu[2] / per_cpu[0]:.3f}; "
+        f"÷ 1 host with as many processes: {per_cpu[2] / rows[3][3]:.3f}"
+    )
     assert min(per_cpu[1:]) >= (1 - PER_CPU_SWING) * per_cpu[0], per_cpu
