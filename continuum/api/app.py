@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -16,6 +17,7 @@ from fastapi import FastAPI, Request, status
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
+from sqlalchemy.exc import OperationalError
 
 from continuum.api import prometheus
 from continuum.api.errors import detail
@@ -45,6 +47,8 @@ from continuum.config import get_settings
 from continuum.contract.client import MemoryClient
 from continuum.observability import tracing
 from continuum.redis_client import wait_s
+
+log = logging.getLogger(__name__)
 
 ROUTERS = (
     account.router,
@@ -95,14 +99,27 @@ def openapi_json() -> str:
     return json.dumps(create_app().openapi(), indent=2, ensure_ascii=False) + "\n"
 
 
-async def _redis_unavailable(request: Request, exc: Exception) -> JSONResponse:
-    """Redis stayed unreachable for CONTINUUM_REDIS_WAIT_S: 503, not a 500 after minutes."""
-    message = f"Redis unreachable for {wait_s():g}s ({exc}); retry later"
+def _unavailable(message: str) -> JSONResponse:
     return JSONResponse(
         {"detail": [detail([], message, "service_unavailable")]},
         status_code=status.HTTP_503_SERVICE_UNAVAILABLE,
         headers={"Retry-After": "5"},
     )
+
+
+async def _redis_unavailable(request: Request, exc: Exception) -> JSONResponse:
+    """Redis stayed unreachable for CONTINUUM_REDIS_WAIT_S: 503, not a 500 after minutes."""
+    return _unavailable(f"Redis unreachable for {wait_s():g}s ({exc}); retry later")
+
+
+async def _database_unavailable(request: Request, exc: Exception) -> JSONResponse:
+    """Postgres does not answer (stopped, restarting, a primary failing over): 503, as for
+    Redis, not a 500. The driver's message stays in the server's log, without the statement
+    and parameters SQLAlchemy adds to it (they may hold a tenant's text)."""
+    orig = getattr(exc, "orig", None) or exc
+    log.warning("%s %s: database unavailable: %s", request.method, request.url.path,
+                str(orig).splitlines()[0] if str(orig) else type(orig).__name__)  # fmt: skip
+    return _unavailable("the database does not answer; retry later")
 
 
 def create_app(max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> FastAPI:
@@ -119,6 +136,7 @@ def create_app(max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> FastAPI:
     app.add_middleware(RebalanceConnections)  # among several worker processes
     app.add_exception_handler(redis.ConnectionError, _redis_unavailable)
     app.add_exception_handler(redis.TimeoutError, _redis_unavailable)
+    app.add_exception_handler(OperationalError, _database_unavailable)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     if tracing.configure("continuum-api"):  # CONTINUUM_OTEL: each request a trace
         tracing.instrument_app(app)

@@ -359,3 +359,21 @@ def test_sync_problems_are_listed_for_the_token_s_instances(api: TestClient, tmp
     assert api.get("/v1/sync/problems", headers=bearer("codex")).json()["items"] == []
     later = api.get("/v1/sync/problems?since=2999-01-01", headers=bearer("default")).json()
     assert later["items"] == []
+
+
+def test_a_database_that_does_not_answer_is_a_503_not_a_500(
+    api: TestClient, settings_env: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Postgres stopped or failing over: a read is answered 503 with Retry-After, as when
+    Redis is down (it was a 500), and neither the answer nor the log holds the statement."""
+    from tests.support.net import free_port
+
+    headers = bearer("pearl")
+    assert api.get("/v1/me", headers=headers).status_code == 200
+    settings_env(database_url=f"postgresql+psycopg://postgres@127.0.0.1:{free_port()}/continuum")
+    answer = api.get("/v1/memories", headers=headers, params={"q": "private words"})
+    assert answer.status_code == 503 and answer.headers["Retry-After"] == "5"
+    assert answer.json()["detail"][0]["type"] == "service_unavailable"
+    assert "database does not answer" in answer.text
+    for text in (answer.text, caplog.text):
+        assert "SELECT" not in text and "private words" not in text
