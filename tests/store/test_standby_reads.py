@@ -159,8 +159,9 @@ def test_reads_fall_back_to_the_primary_while_the_standby_is_down(
 def test_the_read_plane_answers_from_the_standby_while_the_primary_is_down(
     standby: PgStandby, caplog: Any
 ) -> None:
-    """Search and context keep answering: the token is checked on the standby, the recall
-    log is lost (a warning), the namespace read there although it may lack a last write."""
+    """Search, context and sync problems keep answering: the token is checked on the
+    standby, the recall log is lost (a warning), the namespace read there although it may
+    lack a last write."""
     caplog.set_level(logging.WARNING)
     ingest_batch([turn("Let's go with Hoffmann Landscaping for the garden.", message_id="m1")])
     token, _ = create_token(["pearl"])
@@ -170,6 +171,7 @@ def test_the_read_plane_answers_from_the_standby_while_the_primary_is_down(
         with TestClient(create_app()) as api:
             assert api_get(api, token, "/v1/search?q=Hoffmann")["items"]
             assert "Hoffmann" in api_get(api, token, "/v1/context?seed_text=garden")["block"]
+            assert api_get(api, token, "/v1/sync/problems")["items"] == []
     finally:
         standby.start("primary")
     assert "not logged" in caplog.text  # the recall log: the primary did not answer

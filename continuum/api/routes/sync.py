@@ -10,7 +10,7 @@ from fastapi import APIRouter, Query
 from continuum.api.auth import ScopeDep
 from continuum.api.pagination import Page
 from continuum.api.params import ListingDep
-from continuum.store.engine import session_scope
+from continuum.store.reads import read_scope
 from continuum.sync.problems import Problem, listing
 
 router = APIRouter(prefix="/v1/sync", tags=["sync"])
@@ -22,8 +22,9 @@ def list_problems(
     page: ListingDep,
     resolved: Annotated[bool, Query(description="Also problems a later sync found fixed.")] = False,
 ) -> Page[Problem]:
-    """Problems sync found, most recently seen first (dates: when last seen)."""
-    with session_scope() as db:
+    """Problems sync found, most recently seen first (dates: when last seen); read on the
+    read plane (a standby when one is configured)."""
+    with read_scope(scope.namespaces) as db:
         rows = listing(
             db,
             namespaces=scope.namespaces,
