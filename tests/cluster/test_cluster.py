@@ -231,3 +231,6 @@ def test_events_per_second_and_per_cpu_second_with_one_two_and_three_worker_host
         f"÷ 1 host with as many processes: {per_cpu[2] / rows[3][3]:.3f}"
     )
     assert min(per_cpu[1:]) >= (1 - PER_CPU_SWING) * per_cpu[0], per_cpu
+    # Hosts cost nothing beyond their processes: three hosts do at least as well per
+    # CPU-second as one host running as many processes.
+    assert per_cpu[2] >= (1 - PER_CPU_SWING) * rows[3][3], rows
