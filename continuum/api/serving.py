@@ -44,7 +44,7 @@ log = logging.getLogger("uvicorn.error")
 
 APP = "continuum.api.asgi:app"
 STOP_GRACE_S = 10.0  # how long stopping workers may finish their requests
-POLL_S = 0.5
+POLL_S = 0.5  # how often the parent looks at its workers
 COUNT_EVERY_S = 0.1  # how often a worker publishes its number of open connections
 SHED_EVERY_S = 0.2  # a worker above its share closes at most one connection this often
 
@@ -129,51 +129,29 @@ class RebalanceConnections:
         await self.app(scope, receive, closing)
 
 
-def _serve(
-    sock: socket.socket,
-    options: dict[str, Any],
-    started: Any = None,
-    counts: Any = None,
-    index: int = 0,
-) -> None:
-    """Run a uvicorn server on `sock`; `started` (an Event) is set once it serves; with
-    `counts` (shared), it publishes its open connections in slot `index` and sheds."""
-    global _balance
-    import uvicorn
-
-    server = uvicorn.Server(_config(options))
-    if started is not None:
-        threading.Thread(target=_report_started, args=(server, started), daemon=True).start()
-    if counts is not None:
-        _balance = Balance(counts, index, server)
-        threading.Thread(target=_publish_counts, args=(_balance,), daemon=True).start()
-    server.run(sockets=[sock])
-
-
-def _report_started(server: Any, started: Any) -> None:
-    while not server.started:
-        time.sleep(0.05)
-    started.set()
-
-
-def _publish_counts(balance: Balance) -> None:
-    while True:
-        balance.publish()
-        time.sleep(COUNT_EVERY_S)
-
-
-def _stop_when_orphaned(parent: int) -> None:
-    """In a worker: SIGTERM itself (uvicorn's graceful stop) once `parent` is gone."""
+def _watch(server: Any, parent: int, started: Any, balance: Balance) -> None:
+    """A worker's one housekeeping thread, every COUNT_EVERY_S: publish its open connections;
+    say it serves once its server does (`started`, an Event); SIGTERM itself (uvicorn's
+    graceful stop) once `parent` is gone."""
     while os.getppid() == parent:
-        time.sleep(POLL_S)
+        balance.publish()
+        if server.started and not started.is_set():
+            started.set()
+        time.sleep(COUNT_EVERY_S)
     os.kill(os.getpid(), signal.SIGTERM)
 
 
 def _worker(options: dict[str, Any], parent: int, started: Any, counts: Any, index: int) -> None:
-    """A worker process: its own socket on the shared address, its own server."""
-    threading.Thread(target=_stop_when_orphaned, args=(parent,), daemon=True).start()
+    """A worker process: its own socket on the shared address, its own server, its share of
+    the connections watched (`Balance`)."""
+    global _balance
+    import uvicorn
+
     sock = listening_socket(options["host"], options["port"], shared=True)
-    _serve(sock, options, started, counts, index)
+    server = uvicorn.Server(_config(options))
+    _balance = Balance(counts, index, server)
+    threading.Thread(target=_watch, args=(server, parent, started, _balance), daemon=True).start()
+    server.run(sockets=[sock])
 
 
 @dataclass(frozen=True)
@@ -257,10 +235,12 @@ def serve(host: str, port: int, workers: int, log_config: dict[str, Any]) -> int
                           "another --port, or stop what holds it") from exc  # fmt: skip
     with sock:
         options["port"] = sock.getsockname()[1]
-        _config(options)  # uvicorn's logging, in this process too
+        config = _config(options)  # uvicorn's logging, in this process too
         log.info("Continuum API on http://%s:%s, %s worker process(es) (Ctrl+C to quit)",
                  host, options["port"], workers)  # fmt: skip
         if workers == 1:
-            _serve(sock, options)
+            import uvicorn
+
+            uvicorn.Server(config).run(sockets=[sock])
             return 0
         return Workers(options, workers).run()
