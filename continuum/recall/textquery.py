@@ -31,7 +31,7 @@ from __future__ import annotations
 import itertools
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -43,6 +43,7 @@ from continuum.store.partitions import partition_of
 MATCH_BUDGET = 4000  # expected rows one text ranking may read
 MATCH_CAP = 3 * MATCH_BUDGET  # rows it does read at most, should the statistics be wrong
 STATS_TTL_S = 60.0
+K = TypeVar("K", bound=Hashable)
 T = TypeVar("T")
 
 _STATS_SQL = text(
@@ -101,17 +102,17 @@ class TableStats:
         return cls(rows, lexeme_freqs, unlisted_lexeme, namespace_freqs, unlisted_namespace)
 
 
-class _TtlCache(Generic[T]):
+class _TtlCache(Generic[K, T]):
     """Per process, a value per key (a table, a tenant) loaded by `load` and re-read at most
     once a minute; at most `max_keys` keys, the oldest dropped first."""
 
-    def __init__(self, load: Callable[[DbSession, str], T], max_keys: int = 4096) -> None:
+    def __init__(self, load: Callable[[DbSession, K], T], max_keys: int = 4096) -> None:
         self._load = load
         self._max_keys = max_keys
         self._lock = threading.Lock()
-        self._entries: dict[str, tuple[float, T]] = {}
+        self._entries: dict[K, tuple[float, T]] = {}
 
-    def get(self, db: DbSession, key: str) -> T:
+    def get(self, db: DbSession, key: K) -> T:
         now = time.monotonic()
         with self._lock:
             entry = self._entries.get(key)
@@ -129,16 +130,16 @@ class _TtlCache(Generic[T]):
             self._entries.clear()
 
 
-table_stats = _TtlCache(
+table_stats: _TtlCache[str, TableStats] = _TtlCache(
     lambda db, table: TableStats.from_row(db.execute(_STATS_SQL, {"table": table}).first())
 )
-# `table/namespace` → the partition holding the tenant's rows (table names hold no `/`).
-_partitions = _TtlCache(lambda db, key: partition_of(db, *key.split("/", 1)))
+# (table, namespace) → the partition holding the tenant's rows
+_partitions: _TtlCache[tuple[str, str], str] = _TtlCache(lambda db, key: partition_of(db, *key))
 
 
 def tenant_stats(db: DbSession, table: str, namespace: str) -> TableStats:
     """What ANALYZE last saw of the partition of `table` that holds `namespace`."""
-    return table_stats.get(db, _partitions.get(db, f"{table}/{namespace}"))
+    return table_stats.get(db, _partitions.get(db, (table, namespace)))
 
 
 SPEAKER_SAMPLE = 200  # latest turns of a tenant read for speaker names
