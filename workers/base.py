@@ -8,18 +8,14 @@ import random
 import traceback
 from typing import Any
 
-import kombu.exceptions
-import psycopg.errors
 import redis
 from celery import Task
 from celery.exceptions import Retry, SoftTimeLimitExceeded
-from sqlalchemy.exc import DBAPIError, OperationalError
 
 from continuum.config import get_settings
-from continuum.contract.client import NotReplicatedError
 from continuum.pipeline import deadletters
 from continuum.redis_client import get_redis
-from continuum.store import reads
+from continuum.store import faults, reads
 
 log = logging.getLogger(__name__)
 DELIVERIES_KEY = "continuum:deliveries:{}"
@@ -30,37 +26,10 @@ class TransientError(RuntimeError):
     """Raise from task logic for a fault that is worth retrying later."""
 
 
-TRANSIENT = (
-    OperationalError,
-    kombu.exceptions.OperationalError,  # a publish the broker refused or dropped
-    redis.ConnectionError,
-    redis.TimeoutError,
-    SoftTimeLimitExceeded,
-    TransientError,
-    NotReplicatedError,  # a resend (redelivery) too few broker replicas confirmed
-)
-
-
-# Redis refusals that pass: a master short of replicas (`min-replicas-to-write`), a replica
-# cut off from its master during a failover. Found inside the message: a pipeline's reads
-# "Command # 1 (...) of pipeline caused error: NOREPLICAS ...".
-TRANSIENT_REDIS_REPLIES = ("NOREPLICAS ", "MASTERDOWN ")
-
-
 def is_transient(exc: BaseException) -> bool:
-    if isinstance(exc, TRANSIENT):
-        return True
-    if isinstance(exc, redis.ResponseError) and any(
-        reply in str(exc) for reply in TRANSIENT_REDIS_REPLIES
-    ):
-        return True
-    if not isinstance(exc, DBAPIError):
-        return False
-    # A write that reached a standby (a failover under way: a connection made before the
-    # promotion, or a URL without target_session_attrs=read-write) passes with it.
-    return bool(exc.connection_invalidated) or isinstance(
-        exc.orig, psycopg.errors.ReadOnlySqlTransaction
-    )
+    """A fault to retry with backoff: one that passes (`continuum.store.faults`), a soft time
+    limit, or what task logic raised as transient."""
+    return isinstance(exc, SoftTimeLimitExceeded | TransientError) or faults.passes(exc)
 
 
 def backoff_seconds(retries: int, cap: float) -> float:

@@ -17,7 +17,7 @@ from fastapi import FastAPI, Request, status
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import DBAPIError
 
 from continuum.api import prometheus
 from continuum.api.errors import detail
@@ -47,6 +47,7 @@ from continuum.config import get_settings
 from continuum.contract.client import MemoryClient
 from continuum.observability import tracing
 from continuum.redis_client import wait_s
+from continuum.store import faults
 
 log = logging.getLogger(__name__)
 
@@ -99,27 +100,28 @@ def openapi_json() -> str:
     return json.dumps(create_app().openapi(), indent=2, ensure_ascii=False) + "\n"
 
 
-def _unavailable(message: str) -> JSONResponse:
+async def _unavailable(request: Request, exc: Exception) -> JSONResponse:
+    """A fault that passes (`continuum.store.faults`: Redis or Postgres out of reach or
+    failing over, too few broker replicas): 503 with Retry-After, not a 500 (after minutes,
+    for Redis, before CONTINUUM_REDIS_WAIT_S bounded it). Postgres's message stays in the
+    server's log, without the statement and parameters SQLAlchemy adds to it (they may hold a
+    tenant's text). Any other fault of the same classes is raised on, a 500."""
+    if not faults.passes(exc):
+        raise exc
+    if isinstance(exc, redis.ConnectionError | redis.TimeoutError):
+        message = f"Redis unreachable for {wait_s():g}s ({exc}); retry later"
+    elif isinstance(exc, DBAPIError):
+        reason = str(exc.orig).splitlines()[:1] or [type(exc.orig).__name__]
+        log.warning("%s %s: database unavailable: %s", request.method, request.url.path,
+                    reason[0])  # fmt: skip
+        message = "the database does not answer; retry later"
+    else:
+        message = f"{exc}; retry later"
     return JSONResponse(
         {"detail": [detail([], message, "service_unavailable")]},
         status_code=status.HTTP_503_SERVICE_UNAVAILABLE,
         headers={"Retry-After": "5"},
     )
-
-
-async def _redis_unavailable(request: Request, exc: Exception) -> JSONResponse:
-    """Redis stayed unreachable for CONTINUUM_REDIS_WAIT_S: 503, not a 500 after minutes."""
-    return _unavailable(f"Redis unreachable for {wait_s():g}s ({exc}); retry later")
-
-
-async def _database_unavailable(request: Request, exc: Exception) -> JSONResponse:
-    """Postgres does not answer (stopped, restarting, a primary failing over): 503, as for
-    Redis, not a 500. The driver's message stays in the server's log, without the statement
-    and parameters SQLAlchemy adds to it (they may hold a tenant's text)."""
-    orig = getattr(exc, "orig", None) or exc
-    log.warning("%s %s: database unavailable: %s", request.method, request.url.path,
-                str(orig).splitlines()[0] if str(orig) else type(orig).__name__)  # fmt: skip
-    return _unavailable("the database does not answer; retry later")
 
 
 def create_app(max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> FastAPI:
@@ -134,9 +136,8 @@ def create_app(max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> FastAPI:
     app.mount("/static", StaticFiles(directory=ui.STATIC_DIR), name="static")
     app.add_middleware(BodySizeLimit, max_bytes=max_body_bytes)
     app.add_middleware(RebalanceConnections)  # among several worker processes
-    app.add_exception_handler(redis.ConnectionError, _redis_unavailable)
-    app.add_exception_handler(redis.TimeoutError, _redis_unavailable)
-    app.add_exception_handler(OperationalError, _database_unavailable)
+    for fault in (*faults.PASSING, redis.ResponseError, DBAPIError):
+        app.add_exception_handler(fault, _unavailable)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     if tracing.configure("continuum-api"):  # CONTINUUM_OTEL: each request a trace
         tracing.instrument_app(app)

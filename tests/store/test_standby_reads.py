@@ -189,6 +189,21 @@ def test_a_write_on_the_standby_is_a_transient_fault(standby: PgStandby) -> None
     assert is_transient(refused.value)
 
 
+def test_an_api_write_that_reached_the_standby_is_a_503(
+    standby: PgStandby, settings_env: Any
+) -> None:
+    """The API answers a fault the workers would retry (`continuum.store.faults`) with 503
+    and Retry-After: here a write that reached the standby (it was a 500)."""
+    token, _ = create_token(["pearl"])
+    with TestClient(create_app()) as api:
+        api_get(api, token, "/v1/me")  # the token checked, and remembered
+        settings_env(database_url=standby.url("standby"))
+        refused = api.post("/v1/tasks", json={"title": "Call the plumber"},
+                           headers={"Authorization": f"Bearer {token}"})  # fmt: skip
+    assert refused.status_code == 503 and refused.headers["Retry-After"] == "5"
+    assert "database does not answer" in refused.text
+
+
 @pytest.mark.slow
 def test_workers_follow_a_promotion_through_a_multi_host_url(
     servers: dict[str, str],
