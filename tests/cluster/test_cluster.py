@@ -173,21 +173,26 @@ def test_the_redis_master_killed_under_load_and_again_after_its_replica_was_cut_
             cluster.network.restore(hosts[replica.host])
         killed = time.time()
         cluster.redis.kill(old)
-        new = cluster.redis.wait_for_failover(old)
+        cluster.redis.wait_for_failover(old)
         promoted_s = time.time() - killed
         result = produced(cluster, name)
         assert_exactly_once(events)
         window_s = first_acceptance_after(result, killed)
         during_cut = len({at for at in result.accepted_at.values() if started < at < killed})
+        restarted = time.time()
         cluster.redis.start(old)  # it rejoins as the new master's replica
-        cluster.redis.wait_in_sync(2, new)
+        # Of the master the sentinels name by then: a replica promoted just after its link
+        # was cut can miss a sentinel's PING (down-after 1 s here) and be failed over again.
+        cluster.redis.wait_in_sync(2)
         cluster.redis.wait_watched()
+        new = cluster.redis.master()
         rows.append([f"{old} killed" + (f" (replica cut {replica_cut_s:.0f} s first)"
                      if replica_cut_s else ""), new, promoted_s, window_s, result.refusals,
-                     during_cut if replica_cut_s else "-"])  # fmt: skip
+                     during_cut if replica_cut_s else "-", time.time() - restarted])  # fmt: skip
     show("the Redis master killed under load",
-         ["fault", "promoted", "promoted after s", "producers unavailable s", "refused sends",
-          "batches accepted during the cut"], rows)  # fmt: skip
+         ["fault", "master at the end", "promoted after s", "producers unavailable s",
+          "refused sends", "batches accepted during the cut",
+          "former master back in sync after s"], rows)  # fmt: skip
     assert all(row[3] <= WINDOW_TARGET_S for row in rows), rows
 
 
