@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any, Literal
 
-from sqlalchemy import text
 from sqlalchemy.orm import Session as DbSession
 
 from continuum.capture.due import due_label
@@ -37,6 +36,7 @@ from continuum.recall.items import Candidate, RecallConfig
 from continuum.recall.rankings import ranked_together
 from continuum.recall.scope import SearchFilters, owner_clauses, where_sql
 from continuum.sealing.envelope import read_text
+from continuum.store.engine import statement
 
 
 def owner_context(user_id: str | None, channel: str | None, config: RecallConfig) -> bool:
@@ -285,7 +285,7 @@ def near_duplicates(
     if not ids["memory"] and not ids["message"]:
         return set()
     rows = db.execute(
-        text(
+        statement(
             "WITH c AS (SELECT 'memory' AS s, id, embedding FROM memories "
             "WHERE namespace = :ns AND id = ANY(:mem) AND embedding IS NOT NULL UNION ALL "
             "SELECT 'message', id, embedding FROM messages "

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from sqlalchemy import text
 from sqlalchemy.orm import Session as DbSession
 
 from continuum.recall.scope import SearchFilters, owner_clauses, status_clause
 from continuum.sealing.envelope import read_text
+from continuum.store.engine import statement
 
 Source = Literal["memory", "message"]
 
@@ -80,7 +80,7 @@ _SETTINGS_OF = "continuum.search_settings"  # Session.info: (transaction, sent, 
 def set_local(db: DbSession, settings: dict[str, str]) -> None:
     """SET LOCAL each of `settings` for the caller's transaction, in one round trip."""
     params: dict[str, Any] = {}
-    db.execute(text(f"SELECT {', '.join(_set_calls(settings, params))}"), params)
+    db.execute(statement(f"SELECT {', '.join(_set_calls(settings, params))}"), params)
 
 
 def _set_calls(settings: dict[str, str], params: dict[str, Any]) -> list[str]:
@@ -124,7 +124,7 @@ def send_settings(db: DbSession) -> None:
     params: dict[str, Any] = {}
     calls = settings_calls(db, params)
     if calls:
-        db.execute(text(f"SELECT {', '.join(calls)}"), params)
+        db.execute(statement(f"SELECT {', '.join(calls)}"), params)
 
 
 def use_search_settings(db: DbSession, extra: dict[str, str] | None = None) -> None:
@@ -162,7 +162,7 @@ def ranked_together(
     if not parts:
         return found
     sql = " UNION ALL ".join(f"({select})" for select in parts.values())
-    for row in db.execute(text(sql), params):
+    for row in db.execute(statement(sql), params):
         found[row.part].append((row, None if row.signal is None else float(row.signal)))
     return found
 
@@ -171,7 +171,7 @@ def ranked(
     db: DbSession, source: Source, channel: str, where: str, params: dict[str, Any]
 ) -> list[tuple[Any, float]]:
     """One ranking alone (see `ranking_sql`), best first, each row with its raw signal."""
-    rows = db.execute(text(ranking_sql(source, channel, where, channel)), params)
+    rows = db.execute(statement(ranking_sql(source, channel, where, channel)), params)
     return [(row, float(row.signal)) for row in rows]
 
 
@@ -249,7 +249,7 @@ def lifted_turns(
             "OR h.id IN (SELECT id FROM lifted))"
         )
     sources, following = [], []
-    for row in db.execute(text(sql), params):
+    for row in db.execute(statement(sql), params):
         if row.anchor is None:
             sources.append(row)
         else:
@@ -269,7 +269,7 @@ def neighbour_turns(
         "ORDER BY n.created_at {order}, n.id {order} LIMIT :w)"
     )
     rows = db.execute(
-        text(
+        statement(
             "SELECT h.id AS hit_id, x.* FROM messages h CROSS JOIN LATERAL ("
             + side.format(op="<", order="DESC")
             + " UNION ALL "

@@ -27,7 +27,6 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, tzinfo
 from typing import Any, TypedDict, Unpack
 
-from sqlalchemy import text
 from sqlalchemy.orm import Session as DbSession
 
 from continuum.config import get_settings
@@ -46,6 +45,7 @@ from continuum.recall.textquery import (
 )
 from continuum.recall.timeparse import TimeRange, parse_time_range, strip_phrase
 from continuum.sealing.terms import keyed_lexemes, stored_tags
+from continuum.store.engine import statement
 from continuum.store.reads import read_scope
 
 CANDIDATES = 50
@@ -228,7 +228,7 @@ def _prelude(
     counted = vector_sources if window else ()
     for source in counted:
         selects.append(f"({rankings.window_bound_sql(source, window[0], params)}) AS {source}")
-    row = db.execute(text(f"SELECT {', '.join(selects)}"), {**params, "q": query}).one()
+    row = db.execute(statement(f"SELECT {', '.join(selects)}"), {**params, "q": query}).one()
     wide = {source: getattr(row, source) > rankings.WINDOW_EXACT_ROWS for source in counted}
     return tuple(row.lexemes or ()), wide
 

@@ -38,6 +38,7 @@ from typing import Any, Generic, TypeVar
 from sqlalchemy import text
 from sqlalchemy.orm import Session as DbSession
 
+from continuum.store.engine import statement
 from continuum.store.partitions import partition_of
 
 MATCH_BUDGET = 4000  # expected rows one text ranking may read
@@ -230,5 +231,5 @@ LEXEMES_SQL = "tsvector_to_array(to_tsvector('english', :q))"
 def query_lexemes(db: DbSession, query: str) -> tuple[str, ...]:
     """The distinct stemmed lexemes of `query` (search selects them with its first
     statement, `LEXEMES_SQL`)."""
-    found = db.execute(text(f"SELECT {LEXEMES_SQL}"), {"q": query}).scalar()
+    found = db.execute(statement(f"SELECT {LEXEMES_SQL}"), {"q": query}).scalar()
     return tuple(found or ())
