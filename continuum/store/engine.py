@@ -16,7 +16,7 @@ import psycopg
 import sqlalchemy
 from psycopg.types.datetime import TimestamptzLoader
 from sqlalchemy import Engine, TextClause, event, text
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm import Session
 
 from continuum.config import get_settings
 from continuum.observability import tracing
@@ -118,8 +118,9 @@ class _Committing:
 def session_scope(url: str | None = None) -> Iterator[Session]:
     """A transaction: commits on success, rolls back on any error. Once it has committed, the
     namespaces it said it changed get their read-your-writes tokens (`lsn_tokens`)."""
-    factory = sessionmaker(get_engine(url), expire_on_commit=False)
-    with factory() as session:
+    # A Session of its own, not `sessionmaker(...)()`: a sessionmaker makes a new Session
+    # subclass each time, a class per transaction for the cyclic garbage collector to find.
+    with Session(get_engine(url), expire_on_commit=False) as session:
         with _Committing(session):
             yield session
         lsn_tokens.record_committed(session)
