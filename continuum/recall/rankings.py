@@ -162,7 +162,7 @@ def ranked_together(
     if not parts:
         return found
     sql = " UNION ALL ".join(f"({select})" for select in parts.values())
-    for row in db.execute(statement(sql), params):
+    for row in db.execute(statement(sql), params).all():  # one fetch, not one a row
         found[row.part].append((row, None if row.signal is None else float(row.signal)))
     return found
 
@@ -249,7 +249,7 @@ def lifted_turns(
             "OR h.id IN (SELECT id FROM lifted))"
         )
     sources, following = [], []
-    for row in db.execute(statement(sql), params):
+    for row in db.execute(statement(sql), params).all():
         if row.anchor is None:
             sources.append(row)
         else:
