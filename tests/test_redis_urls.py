@@ -88,3 +88,29 @@ def test_workers_beat_and_producers_reach_the_broker_through_the_sentinels(serve
             "10.0.0.2:26379/2",
             "10.0.0.3:26380/2",
         ]
+
+
+PATIENCE = (
+    "import sys; from celery import signals; import workers.app; "
+    "from continuum.redis_client import wait_s; before = wait_s(); "
+    "getattr(signals, sys.argv[1]).send(sender=None); print(before, wait_s())"
+)
+
+
+@pytest.mark.parametrize("started", ["worker_init", "beat_init"])
+def test_a_process_that_imports_the_worker_app_is_a_producer_until_a_worker_or_beat_starts(
+    started: str,
+) -> None:
+    """A producer gives up on Redis after CONTINUUM_REDIS_WAIT_S, a worker or beat waits out
+    an outage for CONTINUUM_WORKER_REDIS_WAIT_S. Importing the app (to publish, or in a test)
+    once made any process a worker: a fault test's producer then waited 75 s on a failover."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "CONTINUUM_REDIS_WAIT_S": "5", "CONTINUUM_WORKER_REDIS_WAIT_S": "75"}
+    out = subprocess.run(
+        [sys.executable, "-c", PATIENCE, started], env=env, capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["5.0", "75.0"]

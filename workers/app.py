@@ -6,11 +6,8 @@ from celery import Celery
 
 import beat_schedule
 import workers.redis_channel  # a worker survives losing the broker while idle (side effect)
-from continuum import redis_client
 from continuum.config import get_settings
 from workers.config import celery_config
-
-redis_client.in_worker()
 
 app = Celery(
     "continuum",

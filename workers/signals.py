@@ -1,19 +1,36 @@
-"""Worker process signals: tracing set up as a worker starts (with CONTINUUM_OTEL), fresh
-database pools and Redis clients after fork, and a warning at start when one worker mixes
-ingestion with LLM work."""
+"""Worker process signals: a worker's or beat's patience with Redis and its tracing (with
+CONTINUUM_OTEL) set up as it starts, fresh database pools and Redis clients after fork, and a
+warning at start when one worker mixes ingestion with LLM work."""
 
 from __future__ import annotations
 
 import logging
 from typing import Any
 
-from celery.signals import worker_init, worker_process_init, worker_process_shutdown, worker_ready
+from celery.signals import (
+    beat_init,
+    worker_init,
+    worker_process_init,
+    worker_process_shutdown,
+    worker_ready,
+)
 
+from continuum import redis_client
 from continuum.observability import tracing
 from continuum.processes import shared_ingest_warning
 from continuum.store.engine import dispose_engines
 
 log = logging.getLogger(__name__)
+
+
+@worker_init.connect
+@beat_init.connect
+def _ride_out_redis_outages(**_: Any) -> None:
+    # A worker's or beat's Redis calls wait out an outage (CONTINUUM_WORKER_REDIS_WAIT_S);
+    # set as the process starts, inherited by the pool's children. Not on importing the
+    # app: a process that imports it to publish or inspect (a test, a tool) stays a
+    # producer, which gives up after CONTINUUM_REDIS_WAIT_S.
+    redis_client.in_worker()
 
 
 @worker_init.connect

@@ -352,8 +352,7 @@ def test_a_redis_outage_has_documented_bounds(
     from continuum.contract.client import EnqueueError
     from continuum.security.tokens import create_token
 
-    monkeypatch.setattr(redis_client, "_worker_process", False)  # this test is a producer
-    monkeypatch.setattr(redis_client, "_clients", {})
+    monkeypatch.setattr(redis_client, "_clients", {})  # made with this test's patience
     settings_env(redis_wait_s=2)
     token, _ = create_token(["pearl"])
     headers = {"Authorization": f"Bearer {token}"}
