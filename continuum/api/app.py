@@ -115,7 +115,9 @@ async def _unavailable(request: Request, exc: Exception) -> JSONResponse:
         log.warning("%s %s: database unavailable: %s", request.method, request.url.path,
                     reason[0])  # fmt: skip
         message = "the database does not answer; retry later"
-    else:
+    elif isinstance(exc, redis.ResponseError):  # its text may quote the command's values
+        message = "Redis is failing over or short of replicas; retry later"
+    else:  # ours (NotReplicatedError) or kombu's: no values in them
         message = f"{exc}; retry later"
     return JSONResponse(
         {"detail": [detail([], message, "service_unavailable")]},

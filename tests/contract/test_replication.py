@@ -168,3 +168,26 @@ def test_a_master_short_of_replicas_refuses_writes_a_worker_would_retry(
     finally:
         client.close()
     assert is_transient(refused.value.__cause__)
+
+
+def test_an_api_write_a_master_short_of_replicas_refuses_is_a_503(
+    db: Any, redis_ha: Any, settings_env: Any
+) -> None:
+    """A Redis refusal that passes (`continuum.store.faults`: NOREPLICAS here) is a 503 with
+    Retry-After and a fixed message: Redis's own text may quote the command it refused."""
+    from fastapi.testclient import TestClient
+
+    from continuum.api import create_app
+    from continuum.security.tokens import create_token
+
+    settings_env(broker_url=redis_ha.url(0), redis_url=redis_ha.url(1))
+    token, _ = create_token(["pearl"])
+    with redis_ha.client("master") as master:
+        master.config_set("min-replicas-to-write", 2)  # one replica: every write refused
+    body = {"user_id": "jason", "from_channel": "voice", "context_summary": "Moving to Discord."}
+    with TestClient(create_app()) as api:
+        refused = api.post("/v1/handoff", json=body, headers={"Authorization": f"Bearer {token}"})
+    assert refused.status_code == 503 and refused.headers["Retry-After"] == "5"
+    assert refused.json()["detail"][0]["msg"] == (
+        "Redis is failing over or short of replicas; retry later"
+    )
