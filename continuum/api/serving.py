@@ -48,6 +48,7 @@ STOP_GRACE_S = 10.0  # how long stopping workers may finish their requests
 POLL_S = 0.5  # how often the parent looks at its workers
 COUNT_EVERY_S = 0.1  # how often a worker publishes its number of open connections
 SHED_EVERY_S = 0.2  # a worker above its share closes at most one connection this often
+SETTLE_POLL_S = 0.05  # how often a starting server is asked whether it listens yet
 
 
 def listening_socket(host: str, port: int, *, shared: bool = False) -> socket.socket:
@@ -75,19 +76,28 @@ def _config(options: dict[str, Any]) -> Any:
     return uvicorn.Config(APP, **options)
 
 
-def _ready(config: Any) -> None:
-    """Before a server takes its first request: the app imported and the query embedder
-    loaded (the first search would load it), then every object alive so far moved out of
-    the cyclic garbage collector's sight (`gc.freeze`). Those are some 590,000 objects (the
-    model, the modules) that each full collection walked, holding the process's interpreter
-    lock throughout: under 16 clients of `GET /v1/context`, 360-980 ms a collection, about
-    every 12 s per worker."""
+def _settle(server: Any) -> None:
+    """Once `server` listens: the query embedder loaded (or the first search would wait for
+    it), then every object alive moved out of the cyclic garbage collector's sight
+    (`gc.freeze`). Those are some 590,000 objects (the model, the modules) that each full
+    collection walked with the process's interpreter lock held: under 16 clients of
+    `GET /v1/context`, 360-980 ms a collection, about every 12 s per worker. After the server
+    listens, not before: loading the model first kept a restarted API from answering
+    anything (events included) for 9-10 s instead of 3-4. What requests hold at that moment
+    is frozen too: once per process, never collected if it becomes garbage."""
     from continuum.inference.embedding import get_embedder
 
-    config.load()
+    while not server.started:
+        time.sleep(SETTLE_POLL_S)
     get_embedder()
     gc.collect()
     gc.freeze()
+
+
+def _run(server: Any, sock: socket.socket) -> None:
+    """Serve on `sock` until stopped, settling (`_settle`) on a thread of its own."""
+    threading.Thread(target=_settle, args=(server,), name="api-settle", daemon=True).start()
+    server.run(sockets=[sock])
 
 
 @dataclass
@@ -164,12 +174,10 @@ def _worker(options: dict[str, Any], parent: int, started: Any, counts: Any, ind
     import uvicorn
 
     sock = listening_socket(options["host"], options["port"], shared=True)
-    config = _config(options)
-    _ready(config)
-    server = uvicorn.Server(config)
+    server = uvicorn.Server(_config(options))
     _balance = Balance(counts, index, server)
     threading.Thread(target=_watch, args=(server, parent, started, _balance), daemon=True).start()
-    server.run(sockets=[sock])
+    _run(server, sock)
 
 
 @dataclass(frozen=True)
@@ -259,7 +267,6 @@ def serve(host: str, port: int, workers: int, log_config: dict[str, Any]) -> int
         if workers == 1:
             import uvicorn
 
-            _ready(config)
-            uvicorn.Server(config).run(sockets=[sock])
+            _run(uvicorn.Server(config), sock)
             return 0
         return Workers(options, workers).run()

@@ -194,9 +194,28 @@ def embed_query_soon(query: str) -> Future[list[float]] | None:
     return _query_batcher().submit(embedder, query)
 
 
-@lru_cache(maxsize=1)
+_loaded: list[Embedder | None] = []  # this process's embedder, once loaded
+_loading = threading.Lock()
+
+
 def get_embedder() -> Embedder | None:
-    """The configured embedder (loaded once per process), or None when embeddings are off."""
+    """The configured embedder, or None when embeddings are off. Loaded once per process:
+    callers that arrive while it loads (the first searches, an API worker settling) wait for
+    that one load instead of loading a model each."""
+    if not _loaded:
+        with _loading:
+            if not _loaded:
+                _loaded.append(_configured_embedder())
+    return _loaded[0]
+
+
+def forget_embedder() -> None:
+    """Load the embedder again at its next use (after its settings changed)."""
+    with _loading:
+        _loaded.clear()
+
+
+def _configured_embedder() -> Embedder | None:
     settings = get_settings()
     if settings.embedding_provider == "none":
         return None

@@ -1,12 +1,13 @@
 """The query-embedding thread: it batches the queries that wait while it encodes, gives each
 caller its own vector (or the batch's failure), and works in a forked child too (Celery
-prefork, API workers)."""
+prefork, API workers). The embedder behind it is loaded once per process."""
 
 from __future__ import annotations
 
 import os
 import signal
 import threading
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 
 import pytest
@@ -115,3 +116,25 @@ def test_query_thread_runs_torch_on_its_own_thread_count(monkeypatch: pytest.Mon
         get_settings.cache_clear()
     assert query_threads == 3
     assert torch.get_num_threads() == caller
+
+
+def test_callers_that_arrive_while_the_embedder_loads_wait_for_that_one_load(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The first searches of an API worker and its settling thread call at once: one model
+    loads, and all of them get it (not a model each, seconds of CPU and its memory again)."""
+    loads: list[float] = []
+
+    def load() -> _LengthEmbedder:
+        loads.append(time.monotonic())
+        time.sleep(0.3)  # a model takes seconds to load
+        return _LengthEmbedder()
+
+    monkeypatch.setattr(embedding, "_loaded", [])  # this process's own stays as it is
+    monkeypatch.setattr(embedding, "_configured_embedder", load)
+    with ThreadPoolExecutor(8) as callers:
+        found = list(callers.map(lambda _: embedding.get_embedder(), range(8)))
+    assert len(loads) == 1
+    assert all(embedder is found[0] for embedder in found)
+    embedding.forget_embedder()
+    assert embedding.get_embedder() is not found[0] and len(loads) == 2

@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import text
 
 from continuum.contract.events import SessionEndEvent
-from continuum.inference.embedding import get_embedder
+from continuum.inference.embedding import forget_embedder
 from continuum.pipeline.ingest import ingest_batch
 from continuum.pipeline.outbox import embed_pending, reset_embeddings
 from continuum.pipeline.sessions import finish_session
@@ -268,7 +268,7 @@ def test_reembedding_works_beside_the_views_of_synced_instances(
         ensure_views(conn, ["pearl"])
     session("v1", NOW - timedelta(days=1), [("user", "The boiler pressure gauge reads 0.4 bar.")])
     settings_env(embedding_provider="none", embedding_dim=dim)
-    get_embedder.cache_clear()
+    forget_embedder()
     reset_embeddings()
     with session_scope() as conn:
         column = conn.scalar(
@@ -280,7 +280,7 @@ def test_reembedding_works_beside_the_views_of_synced_instances(
         assert column == f"halfvec({dim})"
         assert conn.scalar(text("SELECT count(*) FROM messages_pearl")) == 1
     settings_env(embedding_provider=None, embedding_dim=None)
-    get_embedder.cache_clear()
+    forget_embedder()
     reset_embeddings()  # back to the model's own dimension for the tests after
 
 
