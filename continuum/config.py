@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import Field, SecretStr, field_validator
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict, SettingsError
 
 NAMESPACE_PATTERN = re.compile(r"[a-z0-9][a-z0-9_.-]{0,63}")
 SERVERS_FILE = "servers.json"
@@ -488,5 +488,17 @@ class Settings(BaseSettings):
 
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
-    """The process-wide settings (cached; call `get_settings.cache_clear()` after env changes)."""
-    return Settings()
+    """The process-wide settings (cached; call `get_settings.cache_clear()` after env changes).
+    A value that does not parse is a ConfigError naming its variable, never echoing the value
+    (it may be a secret)."""
+    try:
+        return Settings()
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'CONTINUUM_' + str(error['loc'][0]).upper() if error['loc'] else 'settings'}: "
+            f"{error['msg']}"
+            for error in exc.errors()
+        )
+        raise ConfigError(f"{problems} (fix or unset it; the README lists every setting)") from None
+    except SettingsError as exc:  # a list or mapping setting that is not valid JSON
+        raise ConfigError(f"{exc} (give JSON; the README lists every setting)") from None

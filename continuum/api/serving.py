@@ -19,20 +19,24 @@ most every `SHED_EVERY_S`; the client reconnects and the kernel draws again, unt
 counts are even.
 
 A worker that dies is replaced (its socket left the kernel's group when it closed, so no
-connection waits for it). A worker that exits before its server started cannot serve (the
-app does not import, say): then every worker stops and the command fails with that worker's
-exit code. A worker whose parent is gone stops too, so no orphan
-keeps taking a share of a port a new `continuum api` binds.
+connection waits for it), however early: a worker killed between listening and serving is
+replaced like any other. A worker whose server could not start (the app does not import,
+its startup fails) says so by its exit code (`BOOT_FAILED`, as gunicorn's workers do): then
+every worker stops and the command fails with that code, since another would fail the same
+way. A worker whose parent is gone stops too, so no orphan keeps taking a share of a port a
+new `continuum api` binds.
 """
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import logging
 import multiprocessing
 import os
 import signal
 import socket
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -49,6 +53,7 @@ POLL_S = 0.5  # how often the parent looks at its workers
 COUNT_EVERY_S = 0.1  # how often a worker publishes its number of open connections
 SHED_EVERY_S = 0.2  # a worker above its share closes at most one connection this often
 SETTLE_POLL_S = 0.05  # how often a starting server is asked whether it listens yet
+BOOT_FAILED = 3  # a worker's exit code: its server could not start
 
 
 def listening_socket(host: str, port: int, *, shared: bool = False) -> socket.socket:
@@ -71,9 +76,10 @@ def listening_socket(host: str, port: int, *, shared: bool = False) -> socket.so
 
 
 def _config(options: dict[str, Any]) -> Any:
+    """uvicorn's Config of `options` (its keywords, the app's import string `app` among them)."""
     import uvicorn
 
-    return uvicorn.Config(APP, **options)
+    return uvicorn.Config(**options)
 
 
 def _settle(server: Any) -> None:
@@ -155,35 +161,29 @@ class RebalanceConnections:
         await self.app(scope, receive, closing)
 
 
-def _watch(server: Any, parent: int, started: Any, balance: Balance) -> None:
+def _watch(parent: int, balance: Balance) -> None:
     """A worker's one housekeeping thread, every COUNT_EVERY_S: publish its open connections;
-    say it serves once its server does (`started`, an Event); SIGTERM itself (uvicorn's
-    graceful stop) once `parent` is gone."""
+    SIGTERM itself (uvicorn's graceful stop) once `parent` is gone."""
     while os.getppid() == parent:
         balance.publish()
-        if server.started and not started.is_set():
-            started.set()
         time.sleep(COUNT_EVERY_S)
     os.kill(os.getpid(), signal.SIGTERM)
 
 
-def _worker(options: dict[str, Any], parent: int, started: Any, counts: Any, index: int) -> None:
+def _worker(options: dict[str, Any], parent: int, counts: Any, index: int) -> None:
     """A worker process: its own socket on the shared address, its own server, its share of
-    the connections watched (`Balance`)."""
+    the connections watched (`Balance`); exits BOOT_FAILED if its server could not start."""
     global _balance
     import uvicorn
 
     sock = listening_socket(options["host"], options["port"], shared=True)
     server = uvicorn.Server(_config(options))
     _balance = Balance(counts, index, server)
-    threading.Thread(target=_watch, args=(server, parent, started, _balance), daemon=True).start()
-    _run(server, sock)
-
-
-@dataclass(frozen=True)
-class _Worker:
-    process: BaseProcess
-    started: Any  # a multiprocessing Event: its server serves
+    threading.Thread(target=_watch, args=(parent, _balance), daemon=True).start()
+    with contextlib.suppress(SystemExit):  # uvicorn's, once it logged why the app did not load
+        _run(server, sock)
+    if not server.started:
+        sys.exit(BOOT_FAILED)
 
 
 @dataclass
@@ -193,21 +193,20 @@ class Workers:
 
     options: dict[str, Any]
     count: int
-    _running: list[_Worker] = field(default_factory=list)
+    _running: list[BaseProcess] = field(default_factory=list)
     _stopping: threading.Event = field(default_factory=threading.Event)
     _context: Any = field(default_factory=lambda: multiprocessing.get_context("spawn"))
     _counts: Any = None
 
-    def _start(self, index: int) -> _Worker:
+    def _start(self, index: int) -> BaseProcess:
         self._counts[index] = 0
-        started = self._context.Event()
         process = self._context.Process(
             target=_worker,
-            args=(self.options, os.getpid(), started, self._counts, index),
+            args=(self.options, os.getpid(), self._counts, index),
             name=f"continuum-api-worker-{index}",
         )
         process.start()
-        return _Worker(process, started)
+        return process
 
     def run(self) -> int:
         """Serve until told to stop; 0, or the exit code of a worker that could not start."""
@@ -224,25 +223,23 @@ class Workers:
         return code
 
     def _replace_ended(self) -> int:
-        for index, worker in enumerate(self._running):
-            process = worker.process
+        for index, process in enumerate(self._running):
             if process.is_alive():
                 continue
-            code = process.exitcode or 0
-            if not worker.started.is_set():
-                log.error("API worker %s exited %s while starting; stopping.", process.pid, code)
-                return code or 1
+            code = process.exitcode
+            if code == BOOT_FAILED:
+                log.error("API worker %s could not start (see above); stopping.", process.pid)
+                return code
             log.warning("API worker %s exited %s; starting another.", process.pid, code)
             self._running[index] = self._start(index)
         return 0
 
     def _stop(self) -> None:
-        for worker in self._running:
-            if worker.process.is_alive():
-                worker.process.terminate()
+        for process in self._running:
+            if process.is_alive():
+                process.terminate()
         deadline = time.monotonic() + STOP_GRACE_S
-        for worker in self._running:
-            process = worker.process
+        for process in self._running:
             process.join(max(0.0, deadline - time.monotonic()))
             if process.is_alive():
                 process.kill()
@@ -251,7 +248,7 @@ class Workers:
 
 def serve(host: str, port: int, workers: int, log_config: dict[str, Any]) -> int:
     """Serve the API on `host:port` with `workers` processes (one: in this process)."""
-    options = {"host": host, "port": port, "log_config": log_config}
+    options = {"app": APP, "host": host, "port": port, "log_config": log_config}
     # With workers, held and never listening: the address is checked (and port 0 resolved)
     # here, once, and stays ours while workers come and go.
     try:

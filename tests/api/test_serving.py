@@ -7,6 +7,8 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +24,14 @@ CLIENTS = 16
 
 
 def _workers(server: psutil.Process) -> list[psutil.Process]:
-    return [child for child in server.children()
-            if "spawn_main" in " ".join(child.cmdline())]  # fmt: skip
+    found = []
+    for child in server.children():
+        try:
+            if "spawn_main" in " ".join(child.cmdline()):
+                found.append(child)
+        except psutil.Error:  # gone, or dead and not yet reaped by its parent
+            continue
+    return found
 
 
 def _listening(worker: psutil.Process, port: int) -> bool:
@@ -36,7 +44,9 @@ def _connections(worker: psutil.Process, port: int) -> int:
                if c.status == psutil.CONN_ESTABLISHED and c.laddr.port == port)  # fmt: skip
 
 
-def _serving(server: psutil.Process, port: int, count: int = 2) -> list[psutil.Process]:
+def _serving(
+    server: psutil.Process, port: int, count: int = 2, interval: float = 0.2
+) -> list[psutil.Process]:
     """Wait until `count` workers of `server` listen on `port`; returns them."""
     found: list[psutil.Process] = []
 
@@ -44,7 +54,7 @@ def _serving(server: psutil.Process, port: int, count: int = 2) -> list[psutil.P
         found[:] = [w for w in _workers(server) if _listening(w, port)]
         return len(found) == count
 
-    wait_for(ready, timeout=90, interval=0.2)
+    wait_for(ready, timeout=90, interval=interval)
     return found
 
 
@@ -94,6 +104,34 @@ def test_a_dead_worker_is_replaced_and_workers_outlive_no_parent(api: Any) -> No
     workers = _serving(server, port)
     assert second in workers and first.pid not in {w.pid for w in workers}
 
+    # Killed the moment it listens, before its server serves: replaced all the same (the
+    # parent once took that for a worker that could not start, and stopped the API).
+    os.kill(second.pid, signal.SIGKILL)
+    second.wait(timeout=15)
+    newest = next(w for w in _serving(server, port, interval=0.005) if w not in workers)
+    os.kill(newest.pid, signal.SIGKILL)
+    workers = _serving(server, port)
+    assert httpx.get(f"http://127.0.0.1:{port}/openapi.json", timeout=10).status_code == 200
+
     os.kill(server.pid, signal.SIGKILL)  # the parent alone: its workers stop on their own
     _, alive = psutil.wait_procs(workers, timeout=15)
     assert not alive, [w.pid for w in alive]
+
+
+def test_workers_that_cannot_start_stop_the_command_with_their_exit_code(db: Any) -> None:
+    """An app that does not import fails in every worker alike: the parent stops instead of
+    replacing workers forever, and says so by the workers' exit code. (Any other death, even
+    between listening and serving, is replaced: the test above.)"""
+    from continuum.api.serving import BOOT_FAILED, Workers
+
+    options = {"app": "continuum.api.no_such_module:app", "host": "127.0.0.1",
+               "port": free_port(), "log_config": None}  # fmt: skip
+    workers = Workers(options, 2)
+    guard = threading.Timer(60, workers._stopping.set)  # were they replaced forever
+    guard.start()
+    try:
+        started = time.monotonic()
+        assert workers.run() == BOOT_FAILED
+        assert time.monotonic() - started < 60
+    finally:
+        guard.cancel()

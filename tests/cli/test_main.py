@@ -125,6 +125,18 @@ def test_a_configuration_error_exits_2_with_its_message(tmp_path: Path) -> None:
     assert "error: No Redis configured" in done.stderr and "Traceback" not in done.stderr
 
 
+def test_a_setting_that_does_not_parse_is_named_without_its_value(tmp_path: Path) -> None:
+    """(It was pydantic's traceback, input value included: the value may be a secret.)"""
+    done = subprocess.run(
+        [sys.executable, "-m", "continuum.cli.main", "tokens", "list"],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+        env={**os.environ, "CONTINUUM_API_THREADS": "s3cret-ish"},
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert "error: CONTINUUM_API_THREADS: Input should be a valid integer" in done.stderr
+    assert "Traceback" not in done.stderr and "s3cret-ish" not in done.stderr
+
+
 def entrypoint(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
     path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
     return subprocess.run(
