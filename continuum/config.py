@@ -134,6 +134,13 @@ class Settings(BaseSettings):
         description="Threads of each `continuum api` worker process running the synchronous "
         "routes (search, context, listings): requests beyond them wait their turn.",
     )
+    recall_concurrency: int = Field(
+        default=2,
+        ge=1,
+        description="Searches and context blocks one process runs at once; more wait their "
+        "turn in arrival order, their query embeddings already under way (docs/api.md, "
+        "Concurrency).",
+    )
     db_pool_size: int = Field(
         default=5,
         ge=1,

@@ -40,6 +40,7 @@ from continuum.capture.topics import topic_slug
 from continuum.config import get_settings
 from continuum.domain.memory import DIGEST_KINDS
 from continuum.ephemeral.handoff import Handoff, consume_handoff, peek_handoff
+from continuum.recall.admission import admitted
 from continuum.recall.candidates import (
     context_scope,
     from_hit,
@@ -193,7 +194,7 @@ def _recall(request: RecallRequest) -> ContextResult:
     seed = request.seed_text
     prepared = prepare_query(seed, scope, request.now) if seed.strip() else None
     handoff = _pending_handoff(request)
-    with read_scope(request.namespace) as db:
+    with admitted(), read_scope(request.namespace) as db:  # its embedding is under way
         # The only write is the recall log: in the same transaction on the primary, where it
         # need not wait for a WAL flush (a crash may lose the last few log rows, never a
         # memory); after a standby's read, in a transaction of its own on the primary. The

@@ -32,6 +32,7 @@ from sqlalchemy.orm import Session as DbSession
 from continuum.config import get_settings
 from continuum.inference.embedding import embed_query_soon, vector_literal
 from continuum.recall import rankings
+from continuum.recall.admission import admitted
 from continuum.recall.fusion import Fusion, FusionWeights, SearchHit
 from continuum.recall.rankings import Source
 from continuum.recall.scope import SearchFilters, where_sql
@@ -251,5 +252,8 @@ def search(namespace: str, query: str, **options: Unpack[SearchOptions]) -> list
     (plus in-window ranks when the query names a time, relative to `now` on the tenant's
     clock, or `tz`'s: "yesterday" is a local day); `neighbours=n` attaches the n turns
     around each message hit."""
-    with read_scope(namespace) as db:
-        return search_in(db, namespace, query, **options)
+    filters = options.get("filters")
+    local = get_settings().local_time(namespace, options.get("now"), options.get("tz"))
+    prepared = prepare_query(query, filters, local)  # embedded while it waits for a slot
+    with admitted(), read_scope(namespace) as db:
+        return search_in(db, namespace, prepared, **options)
