@@ -493,6 +493,11 @@ class Settings(BaseSettings):
             )
 
 
+def _variable(location: tuple[int | str, ...]) -> str:
+    """The environment variable of a settings field's validation error."""
+    return f"CONTINUUM_{str(location[0]).upper()}" if location else "settings"
+
+
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
     """The process-wide settings (cached; call `get_settings.cache_clear()` after env changes).
@@ -501,11 +506,9 @@ def get_settings() -> Settings:
     try:
         return Settings()
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'CONTINUUM_' + str(error['loc'][0]).upper() if error['loc'] else 'settings'}: "
-            f"{error['msg']}"
-            for error in exc.errors()
-        )
-        raise ConfigError(f"{problems} (fix or unset it; the README lists every setting)") from None
+        problems = [f"{_variable(error['loc'])}: {error['msg']}" for error in exc.errors()]
+        raise ConfigError(
+            f"{'; '.join(problems)} (fix or unset it; the README lists every setting)"
+        ) from None
     except SettingsError as exc:  # a list or mapping setting that is not valid JSON
         raise ConfigError(f"{exc} (give JSON; the README lists every setting)") from None

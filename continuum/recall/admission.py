@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 from collections import deque
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from functools import lru_cache
 
 from continuum.config import get_settings
@@ -69,8 +69,6 @@ def recall_gate() -> FifoGate:
     return FifoGate(get_settings().recall_concurrency)
 
 
-@contextmanager
-def admitted() -> Iterator[None]:
-    """Hold one of this process's recall slots for the block (waiting in line for one)."""
-    with recall_gate().held():
-        yield
+def admitted() -> AbstractContextManager[None]:
+    """One of this process's recall slots, held for the block (waiting in line for one)."""
+    return recall_gate().held()

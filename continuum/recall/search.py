@@ -87,6 +87,20 @@ def prepare_query(
     return PreparedQuery(stripped, window, embed_query_soon(stripped))
 
 
+def _prepared(
+    namespace: str,
+    query: str | PreparedQuery,
+    filters: SearchFilters | None,
+    now: datetime | None,
+    tz: str | tzinfo | None,
+) -> PreparedQuery:
+    """`query` prepared, unless it is already: its time phrase names a day of the tenant's
+    (or `tz`'s) calendar, relative to `now`."""
+    if isinstance(query, PreparedQuery):
+        return query
+    return prepare_query(query, filters, get_settings().local_time(namespace, now, tz))
+
+
 @dataclass
 class Alongside:
     """Reads of the caller's that ride with a search's first ranking statement, in one round
@@ -135,10 +149,7 @@ def search_in(
     if filters.tags:
         filters = replace(filters, tags=tuple(stored_tags(namespace, filters.tags)))
     weights = weights or FusionWeights()
-    if isinstance(query, PreparedQuery):
-        prepared = query
-    else:  # its time phrase names a day of the tenant's (or `tz`'s) calendar
-        prepared = prepare_query(query, filters, get_settings().local_time(namespace, now, tz))
+    prepared = _prepared(namespace, query, filters, now, tz)
     query_vector = prepared.vector  # being embedded while the text channels rank
     window = None if filters.time_bounded else prepared.window
     params: dict[str, Any] = {"ns": namespace, "n": candidates, "cap": MATCH_CAP}
@@ -252,8 +263,8 @@ def search(namespace: str, query: str, **options: Unpack[SearchOptions]) -> list
     (plus in-window ranks when the query names a time, relative to `now` on the tenant's
     clock, or `tz`'s: "yesterday" is a local day); `neighbours=n` attaches the n turns
     around each message hit."""
-    filters = options.get("filters")
-    local = get_settings().local_time(namespace, options.get("now"), options.get("tz"))
-    prepared = prepare_query(query, filters, local)  # embedded while it waits for a slot
+    # Prepared first: its query is embedded while it waits for a recall slot.
+    prepared = _prepared(namespace, query, options.get("filters"), options.get("now"),
+                         options.get("tz"))  # fmt: skip
     with admitted(), read_scope(namespace) as db:
         return search_in(db, namespace, prepared, **options)
