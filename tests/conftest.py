@@ -105,9 +105,11 @@ def worker(celery_app: Any) -> Iterator[Any]:
     from celery.contrib.testing.worker import start_worker
 
     from continuum.contract.queues import ALL_QUEUES
-    from continuum.inference.embedding import get_embedder
+    from continuum.inference.embedding import warm_query_embedding
 
-    get_embedder()  # load the model once, up front, not inside the first test's deadline
+    # The model and its query graph (exported on a first run), loaded once, up front, not
+    # inside the first test's deadline.
+    warm_query_embedding()
 
     with start_worker(
         celery_app,

