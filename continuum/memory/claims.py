@@ -244,20 +244,29 @@ def quarantine(
     return True
 
 
-# Every memory in force on the claims of a batch (namespace, user, subject, predicate; in
-# event-time order), locked: one read for the whole batch. Subjects and predicates compare
-# lower-cased by Postgres, as the partial index `memories_claim` (used thanks to the literal
-# status and predicate conditions) holds them; `claim` is that key.
+# Every memory in force on the claims of a batch (namespace, user, subject, predicate), found
+# in one read: subjects and predicates compare lower-cased by Postgres, as the partial index
+# `memories_claim` (used thanks to the literal status and predicate conditions) holds them.
 _IN_FORCE = text(
-    f"SELECT {CLAIM_COLUMNS}, corroboration, confidence, source_message_ids, k.subject, "
-    "k.predicate "
+    "SELECT m.namespace, m.id "
     "FROM memories m JOIN (SELECT DISTINCT ns, uid, lower(subject) AS subject, "
     "lower(predicate) AS predicate FROM unnest(CAST(:ns AS text[]), CAST(:uids AS text[]), "
     "CAST(:subjects AS text[]), CAST(:predicates AS text[])) AS u(ns, uid, subject, predicate)) "
     "AS k ON m.namespace = k.ns AND m.user_id IS NOT DISTINCT FROM k.uid "
     "AND lower(m.claim_subject) = k.subject AND lower(m.claim_predicate) = k.predicate "
-    "WHERE m.claim_predicate IS NOT NULL AND m.status = 'active' "
-    "ORDER BY m.created_at, m.id FOR UPDATE OF m"
+    "WHERE m.claim_predicate IS NOT NULL AND m.status = 'active'"
+)
+# Then those memories locked, in event-time order, and read as they are once locked (one
+# that left force meanwhile is not). Locked by id alone, not in the read above: a row lock
+# that waits for another transaction rechecks its row through the plan it came from, and
+# Postgres 18.6 crashes (SIGSEGV in partition pruning, every connection of the server lost)
+# rechecking a join whose partitions of `memories` are pruned per row of the other side.
+_LOCK_IN_FORCE = text(
+    f"SELECT {CLAIM_COLUMNS}, corroboration, confidence, source_message_ids, "
+    "lower(claim_subject) AS subject, lower(claim_predicate) AS predicate FROM memories "
+    "WHERE namespace = ANY(CAST(:ns AS text[])) AND id = ANY(CAST(:ids AS bigint[])) "
+    "AND claim_predicate IS NOT NULL AND status = 'active' "
+    "ORDER BY created_at, id FOR UPDATE"
 )
 
 ClaimKey = tuple[str, str | None, str, str]  # namespace, user, subject and predicate lower-cased
@@ -281,7 +290,7 @@ class _InForce:
 def _in_force(db: DbSession, claimed: Sequence[Any]) -> dict[int, _InForce]:
     """The memories in force on the claims of `claimed` (themselves included), by id, in
     event-time order."""
-    found = db.execute(
+    matching = db.execute(
         _IN_FORCE,
         {
             "ns": [row.namespace for row in claimed],
@@ -289,6 +298,12 @@ def _in_force(db: DbSession, claimed: Sequence[Any]) -> dict[int, _InForce]:
             "subjects": [row.claim_subject for row in claimed],
             "predicates": [row.claim_predicate for row in claimed],
         },
+    ).all()
+    if not matching:
+        return {}
+    found = db.execute(
+        _LOCK_IN_FORCE,
+        {"ns": sorted({row.namespace for row in matching}), "ids": [row.id for row in matching]},
     )
     return {
         row.id: _InForce(row.id, row.namespace, (row.namespace, row.user_id, row.subject,

@@ -4,18 +4,19 @@ ingest stays exactly-once while doing so."""
 
 from __future__ import annotations
 
+import threading
 from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import select, text
 
 from continuum.domain.memory import Claim, MemoryCandidate
-from continuum.memory.claims import conflicts
+from continuum.memory.claims import _in_force, conflicts
 from continuum.memory.writer import WriteScope, store_candidates
 from continuum.pipeline.ingest import ingest_batch
 from continuum.recall.scope import SearchFilters
 from continuum.recall.search import search
-from continuum.store.engine import session_scope
+from continuum.store.engine import get_engine, session_scope
 from continuum.store.models import Memory, MemoryLog, UserTask
 from tests.support.events import T0, turn
 
@@ -223,3 +224,45 @@ def test_private_and_user_scoping_of_search_untouched(db: Any) -> None:
     assert [m.status for m in _grandchildren()] == ["active", "active"]
     hits = search("pearl", "grandchildren", filters=SearchFilters(user_id="ann"))
     assert {h.content for h in hits if h.source == "memory"} == {"User has 3 grandchildren"}
+
+
+def _in_force_while_another_transaction_writes(memory: Memory, write: str) -> list[int]:
+    """The memories in force on `memory`'s claim, read while another transaction has run
+    `write` on it and not committed (it commits half a second later), with the plan Postgres
+    picks once `memories` is large: a nested loop pruning its partitions per row."""
+    holder = get_engine().connect()
+    holder.execute(text(write), {"id": memory.id})
+    committing = threading.Timer(0.5, holder.commit)
+    committing.start()
+    try:
+        with session_scope() as dbs:
+            for method in ("hashjoin", "mergejoin", "seqscan"):
+                dbs.execute(text(f"SET LOCAL enable_{method} = off"))
+            return list(_in_force(dbs, [memory]))
+    finally:
+        committing.join()
+        holder.close()
+
+
+def test_claims_locked_behind_a_concurrent_write_are_read_as_it_left_them(db: Any) -> None:
+    """A batch's claims wait for the lock another transaction holds on a memory in force,
+    then see it as that transaction left it. Locking inside the read that joins the batch's
+    claims to `memories` crashed Postgres 18.6 on that wait (SIGSEGV: every connection lost)."""
+    [home] = _store(_fact("Leeds", "user_explicit", "m1"))
+    [memory] = _memories(id=home)
+    with session_scope() as dbs:  # other tenants' claims, and statistics that know them
+        dbs.execute(
+            text(
+                "INSERT INTO memories (namespace, kind, content, idempotency_key, "
+                "claim_subject, claim_predicate, claim_value) SELECT 'other' || n % 8, 'fact', "
+                "'lives somewhere', 'filler-' || n, 'user' || n, 'home_location', 'Leeds' "
+                "FROM generate_series(1, 400) AS n"
+            )
+        )
+    with get_engine().connect() as connection:
+        connection.execute(text("ANALYZE memories"))
+        connection.commit()
+    bump = "UPDATE memories SET corroboration = corroboration + 1 WHERE id = :id"
+    assert _in_force_while_another_transaction_writes(memory, bump) == [home]
+    retire = "UPDATE memories SET status = 'superseded' WHERE id = :id"
+    assert _in_force_while_another_transaction_writes(memory, retire) == []
