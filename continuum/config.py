@@ -91,6 +91,13 @@ class Settings(BaseSettings):
         default=Path(".continuum"),
         description="Directory for embedded server data and servers.json.",
     )
+    model_cache: Path = Field(
+        default_factory=lambda: (
+            Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "continuum"
+        ),
+        description="Models derived on this machine (the local model's ONNX graph for search "
+        "queries), shared by every home and process of the machine.",
+    )
     database_url: str | None = Field(default=None, description="SQLAlchemy URL of Postgres.")
     read_database_url: str | None = Field(
         default=None,

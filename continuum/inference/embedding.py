@@ -84,7 +84,7 @@ class LocalEmbedder:
                     query_encoder(
                         self._model,
                         self.model_name,
-                        settings.home / "models",
+                        settings.model_cache,
                         settings.query_embed_threads,
                     )
                 )

@@ -7,8 +7,9 @@ them; ONNX Runtime runs the whole graph in one call without it. On one thread of
 project's two-core machine: 3.4 ms a query alone against 9.5 with PyTorch, 2.5 against
 3.0 a query in batches of 8; the same vectors (largest difference 2e-7).
 
-The graph is exported with torch's exporter into `<home>/models/` by the first process that
-needs it (about 5-10 s, under a file lock), and loaded by every process after. Before a
+The graph is exported with torch's exporter into `CONTINUUM_MODEL_CACHE` (default
+`~/.cache/continuum`) by the first process of the machine that needs it (about 5-10 s, under
+a file lock), and loaded by every process after, whatever its home. Before a
 graph serves, its vectors are checked against PyTorch's on probe texts (padded, truncated):
 a graph that disagrees is exported again, once; a model that cannot be exported, or whose
 graph still disagrees, keeps its queries on PyTorch, with a warning. Documents are always

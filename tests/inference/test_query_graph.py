@@ -66,10 +66,10 @@ def test_a_damaged_graph_is_exported_again(local: embedding.LocalEmbedder, tmp_p
 def test_queries_stay_on_pytorch_where_no_graph_can_be_written(
     local: embedding.LocalEmbedder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A home where the graph cannot be stored (here `models` is a file): queries are still
+    """A model cache where the graph cannot be stored (here a file): queries are still
     answered, by PyTorch, with the same vectors."""
-    (tmp_path / "models").write_text("not a folder")
-    monkeypatch.setenv("CONTINUUM_HOME", str(tmp_path))
+    (tmp_path / "cache").write_text("not a folder")
+    monkeypatch.setenv("CONTINUUM_MODEL_CACHE", str(tmp_path / "cache"))
     get_settings.cache_clear()
     try:
         fresh = _fresh(local)
