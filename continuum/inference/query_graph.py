@@ -9,10 +9,10 @@ project's two-core machine: 3.4 ms a query alone against 9.5 with PyTorch, 2.5 a
 
 The graph is exported with torch's exporter into `CONTINUUM_MODEL_CACHE` (default
 `~/.cache/continuum`) by the first process of the machine that needs it (about 5-10 s, under
-a file lock), and loaded by every process after, whatever its home. Before a
-graph serves, its vectors are checked against PyTorch's on probe texts (padded, truncated):
-a graph that disagrees is exported again, once; a model that cannot be exported, or whose
-graph still disagrees, keeps its queries on PyTorch, with a warning. Documents are always
+a file lock), and loaded by every process after, whatever its home. Before a graph serves,
+its vectors are checked against PyTorch's on probe texts (padded, truncated): a graph that
+disagrees or does not load is exported again, once; a model that cannot be exported, or
+whose new graph still fails that check, keeps its queries on PyTorch, with a warning. Documents are always
 embedded by PyTorch, with sentence-transformers' own batching.
 """
 
@@ -119,16 +119,24 @@ def _encoder(model: Any, inputs: tuple[str, ...], path: Path, threads: int) -> Q
     return encode
 
 
-def _agrees(encode: QueryEncoder, model: Any) -> bool:
+def _checked(model: Any, inputs: tuple[str, ...], path: Path, threads: int) -> QueryEncoder | str:
+    """The graph at `path` on ONNX Runtime if it loads and gives PyTorch's vectors for the
+    probes; else what is wrong with it."""
+    try:
+        encode = _encoder(model, inputs, path, threads)
+    except Exception as exc:  # a truncated or foreign file
+        return f"does not load ({exc})"
     expected = model.encode(
         list(PROBES), normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
     )
-    return bool(np.abs(encode(list(PROBES)) - expected).max() <= AGREEMENT)
+    if np.abs(encode(list(PROBES)) - expected).max() > AGREEMENT:
+        return "disagrees with the model"
+    return encode
 
 
 def query_encoder(model: Any, name: str, folder: Path, threads: int) -> QueryEncoder | None:
     """`model` (a loaded SentenceTransformer) on ONNX Runtime with `threads` threads, its
-    graph exported into `folder` if no process did before; None when the model cannot be
+    graph exported into `folder` unless a process did before; None when the model cannot be
     exported or its graph's vectors are not PyTorch's (queries then stay on PyTorch)."""
     features = model.preprocess(["probe"])
     inputs = tuple(name for name in INPUTS if name in features)
@@ -137,23 +145,18 @@ def query_encoder(model: Any, name: str, folder: Path, threads: int) -> QueryEnc
         folder.mkdir(parents=True, exist_ok=True)
         with open(folder / ".export.lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # one process exports; the others wait for it
-            for attempt in ("cached", "exported"):
-                if attempt == "exported" or not path.exists():
-                    log.info("exporting the query model %s to %s", name, path)
-                    _export(model, inputs, path)
-                    attempt = "exported"
-                try:
-                    encode = _encoder(model, inputs, path, threads)
-                except Exception as exc:  # a truncated or foreign file: export it again
-                    log.warning("the query graph %s does not load (%s)", path, exc)
-                    continue
-                if _agrees(encode, model):
-                    return encode
-                log.warning("the query graph %s disagrees with the model", path)
-                if attempt == "exported":
-                    break
-    except Exception as exc:  # the exporter cannot take this model
+            if path.exists():
+                found = _checked(model, inputs, path, threads)
+                if not isinstance(found, str):
+                    return found
+                log.warning("the query graph %s %s: exporting it again", path, found)
+            log.info("exporting the query model %s to %s", name, path)
+            _export(model, inputs, path)
+            found = _checked(model, inputs, path, threads)
+    except Exception as exc:  # the exporter cannot take this model, or no file can be written
         log.warning("queries of %s stay on PyTorch: no ONNX graph (%s)", name, exc)
         return None
-    log.warning("queries of %s stay on PyTorch: its ONNX graph disagrees with it", name)
-    return None
+    if isinstance(found, str):
+        log.warning("queries of %s stay on PyTorch: its ONNX graph %s", name, found)
+        return None
+    return found
