@@ -84,8 +84,8 @@ def _config(options: dict[str, Any]) -> Any:
 
 def _settle(server: Any) -> None:
     """Once `server` listens: the query embedder and its ONNX graph loaded (or the first
-    search would wait for them), then every object alive moved out of the cyclic garbage collector's sight
-    (`gc.freeze`). Those are some 590,000 objects (the model, the modules) that each full
+    search would wait for them), then every object alive moved out of the cyclic garbage
+    collector's sight (`gc.freeze`). Those are some 590,000 objects (the model, the modules) that each full
     collection walked with the process's interpreter lock held: under 16 clients of
     `GET /v1/context`, 360-980 ms a collection, about every 12 s per worker. After the server
     listens, not before: loading the model first kept a restarted API from answering

@@ -39,6 +39,11 @@ def vector_literal(vector: list[float]) -> str:
     return "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
 
 
+def _clipped(texts: list[str]) -> list[str]:
+    """Each text cut to what the model can read."""
+    return [text[:MAX_EMBED_CHARS] for text in texts]
+
+
 def _normalise(vector: list[float]) -> list[float]:
     norm = math.sqrt(sum(x * x for x in vector)) or 1.0
     return [x / norm for x in vector]
@@ -90,7 +95,7 @@ class LocalEmbedder:
                 )
             encode = self._queries[0]
             if encode is not None:
-                return encode([text[:MAX_EMBED_CHARS] for text in texts]).tolist()
+                return encode(_clipped(texts)).tolist()
         return self.embed(texts)
 
     def embed(self, texts: list[str]) -> list[list[float]]:
@@ -98,7 +103,7 @@ class LocalEmbedder:
             return []
         with self._lock:
             vectors = self._model.encode(
-                [text[:MAX_EMBED_CHARS] for text in texts],
+                _clipped(texts),
                 batch_size=self.batch_size,
                 normalize_embeddings=True,
                 convert_to_numpy=True,
@@ -128,7 +133,7 @@ class OpenAIEmbedder:
         try:
             response = self._client.post(
                 "/v1/embeddings",
-                json={"model": self.model_name, "input": [t[:MAX_EMBED_CHARS] for t in texts]},
+                json={"model": self.model_name, "input": _clipped(texts)},
             )
             response.raise_for_status()
             data = sorted(response.json()["data"], key=lambda item: item["index"])
