@@ -33,7 +33,7 @@ from continuum.domain.kinds import ContextSection, MemoryKind, kind_names
 from continuum.memory.user_tasks import tasks_query
 from continuum.recall.fusion import SearchHit
 from continuum.recall.items import Candidate, RecallConfig
-from continuum.recall.rankings import ranked_together
+from continuum.recall.rankings import GENERIC_PLANS, ranked_together, send_settings, want_settings
 from continuum.recall.scope import SearchFilters, owner_clauses, where_sql
 from continuum.sealing.envelope import read_text
 from continuum.store.engine import statement
@@ -56,8 +56,8 @@ _MEMORY_COLUMNS = (  # a memory's channel, else the one its details name
     "id, kind, content, created_at, coalesce(nullif(channel, ''), details->>'channel') AS channel,"
     " importance, session_id, source_message_ids, status, private"
 )
-# A channel's rows in the ranked rows' shape (`rankings.FIELDS`, no signal), so they can
-# ride with a search's ranking statement (`rankings.ranked_together`).
+# A channel's rows in the ranked rows' shape (`rankings.FIELDS`, no signal): the channels
+# are parts of one statement (`rankings.ranked_together`).
 _AS_RANKED = (
     "m.id, m.content, m.created_at, m.session_id, m.channel, m.kind, m.importance::int AS "
     "importance, m.source_message_ids, m.status, m.private, NULL::float8 AS signal"
@@ -118,7 +118,7 @@ def memory_channels(config: RecallConfig) -> list[MemoryChannel]:
     ]  # fmt: skip
 
 
-def memory_channel_sql(
+def _channel_sql(
     namespace: str,
     scope: SearchFilters,
     channels: list[MemoryChannel],
@@ -126,8 +126,7 @@ def memory_channel_sql(
     config: RecallConfig,
 ) -> tuple[dict[str, str], dict[str, Any]]:
     """Each channel's SELECT, tagged `section<i>` and in the ranked rows' shape, with the
-    parameters they take: parts of one statement (`rankings.ranked_together`), alone or
-    riding with a search's."""
+    parameters they take: the parts of one statement (`rankings.ranked_together`)."""
     params: dict[str, Any] = {
         "ns": namespace,
         "imin": config.importance_min,
@@ -151,33 +150,6 @@ def memory_channel_sql(
     return selects, params
 
 
-def memory_channel_candidates(
-    channels: list[MemoryChannel], rows: dict[str, list[Any]]
-) -> list[list[Candidate]]:
-    """The candidates of each channel from the rows of its part (`memory_channel_sql`)."""
-    found: list[list[Candidate]] = []
-    for i, channel in enumerate(channels):
-        found.append(
-            [
-                Candidate(
-                    source="memory",
-                    ref=f"memory:{row.id}",
-                    kind=row.kind,
-                    content=read_text(row.content, "memories.content", row.id),
-                    created_at=row.created_at,
-                    channel=row.channel,
-                    importance=row.importance,
-                    db_id=row.id,
-                    session_id=row.session_id,
-                    source_message_ids=list(row.source_message_ids),
-                    channels={channel.name: channel.why},
-                )
-                for row in rows[f"section{i}"]
-            ]
-        )
-    return found
-
-
 def memory_candidates(
     db: DbSession,
     namespace: str,
@@ -186,12 +158,32 @@ def memory_candidates(
     now: datetime,
     config: RecallConfig,
 ) -> list[list[Candidate]]:
-    """Each channel's memories, all read in one statement."""
-    parts, params = memory_channel_sql(namespace, scope, channels, now, config)
+    """Each channel's memories, all read in one statement on a generic plan
+    (`rankings.GENERIC_PLANS`: its index ranges do not depend on the values it is read
+    with, so it is planned once a connection, not at each call)."""
+    parts, params = _channel_sql(namespace, scope, channels, now, config)
+    want_settings(db, GENERIC_PLANS)
+    send_settings(db)
     found = ranked_together(db, parts, params)
-    return memory_channel_candidates(
-        channels, {part: [row for row, _ in rows] for part, rows in found.items()}
-    )
+    return [
+        [
+            Candidate(
+                source="memory",
+                ref=f"memory:{row.id}",
+                kind=row.kind,
+                content=read_text(row.content, "memories.content", row.id),
+                created_at=row.created_at,
+                channel=row.channel,
+                importance=row.importance,
+                db_id=row.id,
+                session_id=row.session_id,
+                source_message_ids=list(row.source_message_ids),
+                channels={channel.name: channel.why},
+            )
+            for row, _ in found[f"section{i}"]
+        ]
+        for i, channel in enumerate(channels)
+    ]
 
 
 def task_candidates(

@@ -46,8 +46,6 @@ from continuum.recall.candidates import (
     from_hit,
     handoff_candidate,
     memory_candidates,
-    memory_channel_candidates,
-    memory_channel_sql,
     memory_channels,
     near_duplicates,
     task_candidates,
@@ -65,7 +63,7 @@ from continuum.recall.packing import dedupe, drop_tracked, merge, pack, score
 from continuum.recall.rankings import SEARCH_SETTINGS, send_settings, want_settings
 from continuum.recall.recall_log import UNFLUSHED, injected_for_topic, log_recall, log_recall_apart
 from continuum.recall.scope import SearchFilters
-from continuum.recall.search import Alongside, PreparedQuery, prepare_query, search_in
+from continuum.recall.search import PreparedQuery, prepare_query, search_in
 from continuum.store.reads import read_scope, writable
 
 HIDDEN_STATUSES = ("superseded", "quarantined", "forgotten", "archived")
@@ -85,14 +83,12 @@ def _gather(
     prepared: PreparedQuery | None,
     handoff: Handoff | None,
 ) -> list[Candidate]:
-    """Every channel's candidates. The memory channels (the block's sections) need no query
-    vector: with a seed they ride with the search's first ranking (one round trip), which
-    runs while the seed is embedded; without one they are read alone."""
+    """Every channel's candidates: those that need no query vector first, while the seed
+    is embedded."""
     config, ns = request.config, request.namespace
     pinned: list[list[Candidate]] = []
     if handoff is not None:
         pinned.append([handoff_candidate(handoff, request.now)])
-    sections = memory_channels(config) if request.pinned else []
     tasks: list[list[Candidate]] = []
     if request.pinned:
         tasks.append(task_candidates(db, ns, request.user_id, config.pinned_n, request.zone))
@@ -102,10 +98,10 @@ def _gather(
                     db, ns, request.user_id, config.pinned_n, request.zone, suggested=True
                 )
             )
+        pinned += memory_candidates(db, ns, scope, memory_channels(config), request.now, config)
     relevant: list[Candidate] = []
     hits: list[SearchHit] = []
     if prepared is not None:
-        alongside = Alongside(*memory_channel_sql(ns, scope, sections, request.now, config))
         hits = search_in(
             db,
             ns,
@@ -115,14 +111,9 @@ def _gather(
             candidates=config.relevance_candidates,
             weights=config.fusion,
             now=request.now,
-            alongside=alongside,
         )
-        pinned += memory_channel_candidates(sections, alongside.rows)
         best = hits[0].score if hits else 0.0
         relevant = [from_hit(hit, best, rank) for rank, hit in enumerate(hits, start=1)]
-    elif sections:
-        send_settings(db)
-        pinned += memory_candidates(db, ns, scope, sections, request.now, config)
     pinned += tasks
     turns = [hit for hit in hits if hit.source == "message"]
     for candidate in [c for group in pinned for c in group if c.kind in DIGEST_KINDS]:

@@ -23,7 +23,7 @@ can be traced back to the turns it came from and explained. Beyond the two base 
 from __future__ import annotations
 
 from concurrent.futures import Future
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import datetime, tzinfo
 from typing import Any, TypedDict, Unpack
 
@@ -101,27 +101,6 @@ def _prepared(
     return prepare_query(query, filters, get_settings().local_time(namespace, now, tz))
 
 
-@dataclass
-class Alongside:
-    """Reads of the caller's that ride with a search's first ranking statement, in one round
-    trip (the context block's sections): parts of `rankings.ranked_together`, each a SELECT
-    in the ranked rows' shape tagged with its name, with the parameters they need (those the
-    search sets too must agree). After the search, `rows` holds each part's rows."""
-
-    parts: dict[str, str]
-    params: dict[str, Any]
-    rows: dict[str, list[Any]] = field(default_factory=dict)
-
-    def merge_into(self, params: dict[str, Any]) -> None:
-        for name, value in self.params.items():
-            if name in params and params[name] != value:
-                raise ValueError(f"parameter {name!r} differs between a search and its rider")
-            params[name] = value
-
-    def take(self, found: dict[str, list[tuple[Any, float | None]]]) -> None:
-        self.rows = {part: [row for row, _ in found.pop(part)] for part in self.parts}
-
-
 def search_in(
     db: DbSession,
     namespace: str,
@@ -135,11 +114,9 @@ def search_in(
     now: datetime | None = None,
     tz: str | tzinfo | None = None,
     neighbours: int = 0,
-    alongside: Alongside | None = None,
 ) -> list[SearchHit]:
     """`search` inside the caller's transaction; `query` may be prepared already (the
-    context block prepares its seed before its other channels run), and `alongside` reads
-    of the caller's ride with its first ranking.
+    context block prepares its seed before its other channels run).
 
     Round trips: one for the query's words (with the search settings and, for a time
     phrase, the size of its window), one per channel (text, vector) for both sources and
@@ -172,15 +149,12 @@ def search_in(
     for source in sources if lexemes else ():
         stats = tenant_stats(db, rankings.TABLES[source], namespace)
         params[f"tsm_{source}"] = plan(lexemes, stats, namespace)
-    if alongside is not None:
-        alongside.merge_into(params)
     fusion = Fusion(weights, named if len(named) < len(names) else set())
     channels = (["text"] if lexemes else []) + (["vector"] if query_vector else [])
-    riders = alongside.parts if alongside is not None else {}
     for channel in channels:  # text first: the query vector is still being computed
         if channel == "vector" and query_vector:
             params["qv"] = vector_literal(query_vector.result())
-        parts: dict[str, str] = dict(riders)
+        parts: dict[str, str] = {}
         alone: dict[str, tuple[Source, str]] = {}  # a wide window's vector ranking
         for suffix, scope in scopes:
             for source in sources:
@@ -195,9 +169,6 @@ def search_in(
         found = rankings.ranked_together(db, parts, params)
         for part, (source, where) in alone.items():
             found[part] = list(rankings.window_vector(db, source, where, params, wide=True))
-        if riders and alongside is not None:
-            alongside.take(found)
-            riders = {}
         for suffix, _ in scopes:
             joint: list[tuple[Source, Any, float]] = []
             for source in sources:
@@ -214,8 +185,6 @@ def search_in(
             joint.sort(key=lambda entry: entry[2] if channel == "vector" else -entry[2])
             weight = weights.in_window if suffix else getattr(weights, channel)
             fusion.add(channel + suffix, joint, weight)
-    if riders and alongside is not None:  # no channel ran: the riders alone
-        alongside.take(rankings.ranked_together(db, riders, params))
     if "message" in sources:
         fusion.lift_turns(db, filters, params, sources="memory" in sources)
     hits = fusion.ranked()[:limit]
