@@ -36,7 +36,7 @@ from continuum.recall.items import Candidate, RecallConfig
 from continuum.recall.rankings import GENERIC_PLANS, ranked_together, send_settings, want_settings
 from continuum.recall.scope import SearchFilters, owner_clauses, where_sql
 from continuum.sealing.envelope import read_text
-from continuum.store.engine import statement
+from continuum.store.engine import fetch
 
 
 def owner_context(user_id: str | None, channel: str | None, config: RecallConfig) -> bool:
@@ -276,8 +276,9 @@ def near_duplicates(
     }
     if not ids["memory"] and not ids["message"]:
         return set()
-    rows = db.execute(
-        statement(
+    rows = fetch(
+        db,
+        (
             "WITH c AS (SELECT 'memory' AS s, id, embedding FROM memories "
             "WHERE namespace = :ns AND id = ANY(:mem) AND embedding IS NOT NULL UNION ALL "
             "SELECT 'message', id, embedding FROM messages "

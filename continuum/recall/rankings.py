@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session as DbSession
 
 from continuum.recall.scope import SearchFilters, owner_clauses, status_clause
 from continuum.sealing.envelope import read_text
-from continuum.store.engine import statement
+from continuum.store.engine import fetch
 
 Source = Literal["memory", "message"]
 
@@ -85,14 +85,14 @@ _SETTINGS_OF = "continuum.search_settings"  # Session.info: (transaction, sent, 
 def set_local(db: DbSession, settings: dict[str, str]) -> None:
     """SET LOCAL each of `settings` for the caller's transaction, in one round trip."""
     params: dict[str, Any] = {}
-    db.execute(statement(f"SELECT {', '.join(_set_calls(settings, params))}"), params)
+    fetch(db, f"SELECT {', '.join(_set_calls(settings, params))}", params)
 
 
 def _set_calls(settings: dict[str, str], params: dict[str, Any]) -> list[str]:
     calls = []
     for i, (name, value) in enumerate(settings.items()):
         params[f"set_name{i}"], params[f"set_value{i}"] = name, value
-        calls.append(f"set_config(:set_name{i}, :set_value{i}, true)")
+        calls.append(f"set_config(:set_name{i}, :set_value{i}, true) AS set{i}")
     return calls
 
 
@@ -129,7 +129,7 @@ def send_settings(db: DbSession) -> None:
     params: dict[str, Any] = {}
     calls = settings_calls(db, params)
     if calls:
-        db.execute(statement(f"SELECT {', '.join(calls)}"), params)
+        fetch(db, f"SELECT {', '.join(calls)}", params)
 
 
 def use_search_settings(db: DbSession, extra: dict[str, str] | None = None) -> None:
@@ -167,7 +167,7 @@ def ranked_together(
     if not parts:
         return found
     sql = " UNION ALL ".join(f"({select})" for select in parts.values())
-    for row in db.execute(statement(sql), params).all():  # one fetch, not one a row
+    for row in fetch(db, sql, params):
         found[row.part].append((row, None if row.signal is None else float(row.signal)))
     return found
 
@@ -176,7 +176,7 @@ def ranked(
     db: DbSession, source: Source, channel: str, where: str, params: dict[str, Any]
 ) -> list[tuple[Any, float]]:
     """One ranking alone (see `ranking_sql`), best first, each row with its raw signal."""
-    rows = db.execute(statement(ranking_sql(source, channel, where, channel)), params)
+    rows = fetch(db, ranking_sql(source, channel, where, channel), params)
     return [(row, float(row.signal)) for row in rows]
 
 
@@ -254,7 +254,7 @@ def lifted_turns(
             "OR h.id IN (SELECT id FROM lifted))"
         )
     sources, following = [], []
-    for row in db.execute(statement(sql), params).all():
+    for row in fetch(db, sql, params):
         if row.anchor is None:
             sources.append(row)
         else:
@@ -273,14 +273,13 @@ def neighbour_turns(
         "AND (n.created_at, n.id) {op} (h.created_at, h.id) "
         "ORDER BY n.created_at {order}, n.id {order} LIMIT :w)"
     )
-    rows = db.execute(
-        statement(
-            "SELECT h.id AS hit_id, x.* FROM messages h CROSS JOIN LATERAL ("
-            + side.format(op="<", order="DESC")
-            + " UNION ALL "
-            + side.format(op=">", order="ASC")
-            + ") x WHERE h.namespace = :ns AND h.id = ANY(:ids) ORDER BY h.id, x.created_at, x.id"
-        ),
+    rows = fetch(
+        db,
+        "SELECT h.id AS hit_id, x.* FROM messages h CROSS JOIN LATERAL ("
+        + side.format(op="<", order="DESC")
+        + " UNION ALL "
+        + side.format(op=">", order="ASC")
+        + ") x WHERE h.namespace = :ns AND h.id = ANY(:ids) ORDER BY h.id, x.created_at, x.id",
         {"ns": namespace, "ids": ids, "w": width},
     )
     by_hit: dict[int, list[dict[str, Any]]] = {}

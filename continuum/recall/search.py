@@ -46,7 +46,7 @@ from continuum.recall.textquery import (
 )
 from continuum.recall.timeparse import TimeRange, parse_time_range, strip_phrase
 from continuum.sealing.terms import keyed_lexemes, stored_tags
-from continuum.store.engine import statement
+from continuum.store.engine import fetch
 from continuum.store.reads import read_scope
 
 CANDIDATES = 50
@@ -209,7 +209,7 @@ def _prelude(
     counted = vector_sources if window else ()
     for source in counted:
         selects.append(f"({rankings.window_bound_sql(source, window[0], params)}) AS {source}")
-    row = db.execute(statement(f"SELECT {', '.join(selects)}"), {**params, "q": query}).one()
+    (row,) = fetch(db, f"SELECT {', '.join(selects)}", {**params, "q": query})
     wide = {source: getattr(row, source) > rankings.WINDOW_EXACT_ROWS for source in counted}
     return tuple(row.lexemes or ()), wide
 

@@ -1,4 +1,5 @@
-"""Engine handling: a stored row never breaks a tenant's reads."""
+"""Engine handling: a stored row never breaks a tenant's reads; raw statements (`fetch`) run
+in the caller's transaction, alike whether or not something listens to the engine."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from continuum.api import create_app
 from continuum.recall.namespace_queries import list_sessions, recent_messages
 from continuum.recall.search import search
 from continuum.security.tokens import create_token
-from continuum.store.engine import session_scope
+from continuum.store.engine import fetch, session_scope, statements_run
 
 
 @pytest.mark.parametrize(
@@ -54,3 +55,30 @@ def test_a_time_python_cannot_hold_does_not_poison_reads(
         for path in ("/v1/messages", "/v1/sessions", "/v1/search?q=boiler"):
             response = api.get(path, headers=headers)
             assert response.status_code == 200, (path, response.text)
+
+
+def test_a_raw_statement_runs_in_the_callers_transaction_alike_when_observed(db: Any) -> None:
+    """`fetch` runs on the session's own connection (it sees the transaction's uncommitted
+    row); with a listener on the engine (`statements_run`, tracing) it goes through
+    SQLAlchemy, which then sees it, and gives the same rows."""
+    sql = (
+        "SELECT session_id, started_at, '100%' AS share FROM sessions "
+        "WHERE namespace = :ns AND session_id = ANY(:ids) ORDER BY session_id"
+    )
+    params = {"ns": "pearl", "ids": ["s1", "s2"]}
+    with session_scope() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO sessions (namespace, session_id, channel, started_at, "
+                "last_activity_at) VALUES ('pearl', 's1', 'voice', now(), now())"
+            )
+        )
+        alone = fetch(conn, sql, params)
+        with statements_run() as sent:
+            observed = fetch(conn, sql, params)
+        conn.rollback()
+    assert [(row.session_id, row.share) for row in alone] == [("s1", "100%")]
+    assert [tuple(row) for row in observed] == [tuple(row) for row in alone]
+    assert [statement for statement, _ in sent] == [
+        sql.replace(":ns", "%(ns)s").replace(":ids", "%(ids)s").replace("%'", "%%'")
+    ]
