@@ -30,7 +30,7 @@ from sqlalchemy.orm import Session as DbSession
 
 from continuum.capture.due import due_label
 from continuum.domain.kinds import ContextSection, MemoryKind, kind_names
-from continuum.memory.user_tasks import tasks_query
+from continuum.memory.user_tasks import task_rows
 from continuum.recall.fusion import SearchHit
 from continuum.recall.items import Candidate, RecallConfig
 from continuum.recall.rankings import GENERIC_PLANS, ranked_together, send_settings, want_settings
@@ -198,10 +198,11 @@ def task_candidates(
     """The user's active tasks (pending, in progress, blocked), or with `suggested` the
     suggestions waiting for the user's answer, each covering the memories it was created
     from; a due time is shown on the clock of `zone` (the tenant's)."""
-    rows = db.scalars(tasks_query(namespace, user_id, limit=limit, suggested=suggested))
     found = []
-    for row in rows:
-        content = row.title + (f": {row.description}" if row.description else "")
+    for row in task_rows(db, namespace, user_id, limit, suggested=suggested):
+        content = read_text(row.title, "tasks.title", row.id)
+        if row.description:
+            content += ": " + read_text(row.description, "tasks.description", row.id)
         content += f" ({due_label(row.due_at.astimezone(zone))})" if row.due_at else ""
         candidate = Candidate(
             source="task",

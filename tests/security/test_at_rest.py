@@ -199,10 +199,13 @@ def test_synced_transcripts_are_sealed_and_still_found(
         assert all(c["summary"] and not c["summary"].startswith("enc2:") for c in shown)
 
 
-def test_a_task_created_by_hand_is_sealed_and_listed_in_plaintext(db: Any, encrypted: str) -> None:
+def test_a_task_created_by_hand_is_sealed_and_listed_in_plaintext_and_in_the_block(
+    db: Any, encrypted: str
+) -> None:
     from sqlalchemy import text
 
     from continuum.memory.user_tasks import create_task, list_tasks
+    from continuum.recall.context import context
 
     made = create_task(encrypted, "Water the fig tree", user_id="jason", description="weekly")
     assert (made.title, made.description) == ("Water the fig tree", "weekly")
@@ -210,6 +213,9 @@ def test_a_task_created_by_hand_is_sealed_and_listed_in_plaintext(db: Any, encry
         title, description = s.execute(text("SELECT title, description FROM tasks")).one()
     assert title.startswith("enc2:") and description.startswith("enc2:")
     assert [task.title for task in list_tasks(encrypted, "jason")] == ["Water the fig tree"]
+    block = context(encrypted, "", 400, user_id="jason")  # reads the listing raw
+    shown = [item.text for item in block.items if item.section == "Active tasks"]
+    assert shown == ["- [pending] Water the fig tree: weekly"]
 
 
 def test_a_damaged_sealed_row_reads_as_unreadable_and_breaks_no_read(
