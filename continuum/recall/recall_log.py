@@ -11,12 +11,11 @@ on the primary, and what topic-shift recall skips is what was logged, at once.
 
 from __future__ import annotations
 
+import json
 import logging
 from datetime import UTC, datetime, timedelta
-from typing import cast
 
-from sqlalchemy import Table, text
-from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy import text
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session as DbSession
 
@@ -25,17 +24,13 @@ from continuum.recall.rankings import set_local
 from continuum.sealing.envelope import seal
 from continuum.sealing.terms import keyed_label
 from continuum.sealing.tombstones import UserForgotten
-from continuum.store.engine import session_scope
-from continuum.store.models import MemoryLog
+from continuum.store.engine import fetch, session_scope
 
 log = logging.getLogger(__name__)
 QUERY_KIND = "memory_log.query"
 # The recall log need not wait for a WAL flush: a crash may lose its last few rows, never a
 # memory.
 UNFLUSHED = {"synchronous_commit": "off"}
-# The table, not the mapped class: an insert of the class goes through SQLAlchemy's bulk
-# persistence (3 % of the interpreter lock's time in a context call, for one row).
-_MEMORY_LOG = cast(Table, MemoryLog.__table__)
 
 
 def _logged_query(request: RecallRequest, query_id: str) -> str | None:
@@ -62,10 +57,11 @@ def log_recall(db: DbSession, request: RecallRequest, result: ContextResult) -> 
         "results": [{"ref": i.ref, "score": i.score} for i in result.items],
         "excluded": len(result.excluded),
     }
-    db.execute(
-        insert(_MEMORY_LOG).values(
-            namespace=request.namespace, action="recall", trigger="context", details=details
-        )
+    fetch(
+        db,
+        "INSERT INTO memory_log (namespace, action, trigger, details) "
+        "VALUES (:ns, 'recall', 'context', CAST(:details AS jsonb))",
+        {"ns": request.namespace, "details": json.dumps(details)},
     )
 
 

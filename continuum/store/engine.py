@@ -90,7 +90,8 @@ def _driver_sql(sql: str) -> str:
 
 
 def fetch(db: Session, sql: str, params: dict[str, Any]) -> list[Any]:
-    """The rows (named tuples) of raw `sql` with `:name` parameters, in `db`'s transaction.
+    """The rows (named tuples) of raw `sql` with `:name` parameters, in `db`'s transaction
+    (none for a statement that returns none).
 
     Run on the session's psycopg connection itself: SQLAlchemy's execution of a statement
     (cache key, compiled-statement lookup, parameters, result rows) costs more CPU than
@@ -99,9 +100,11 @@ def fetch(db: Session, sql: str, params: dict[str, Any]) -> list[Any]:
     (tracing's spans, `statements_run`), so they see it as every other statement."""
     engine = db.get_bind()
     if engine.dispatch.before_cursor_execute or engine.dispatch.after_cursor_execute:
-        return list(db.execute(statement(sql), params).all())
+        result = db.connection().execute(statement(sql), params)
+        return list(result.all()) if result.returns_rows else []
     with driver_connection(db).cursor(row_factory=namedtuple_row) as cursor:
-        return cursor.execute(_driver_sql(sql), params).fetchall()
+        cursor.execute(_driver_sql(sql), params)
+        return cursor.fetchall() if cursor.description else []
 
 
 def dispose_engines() -> None:
