@@ -22,10 +22,11 @@ from continuum.pipeline.sessions import finish_session
 from continuum.recall.context import context, recall_since_topic
 from continuum.recall.items import RecallConfig
 from continuum.recall.render import render_when
-from continuum.store.engine import Sent, session_scope, statements_run
+from continuum.store.engine import session_scope, statements_run
 from continuum.store.models import MemoryLog
 from tests.support.events import LONG_TURN, session_end, turn
 from tests.support.memories import NOW, add_task, remember
+from tests.support.plans import plan_modes
 
 
 @pytest.fixture
@@ -372,42 +373,36 @@ def memory_ids(user_id: str) -> list[int]:
         return [row.id for row in rows]
 
 
-def _plan_mode(sent: Sent) -> str | None:
-    """The plan_cache_mode a statement sets, if it sets one."""
-    params = dict(sent.parameters or {})
-    for key, value in params.items():
-        if key.startswith("set_name") and value == "plan_cache_mode":
-            return str(params[key.replace("set_name", "set_value")])
-    return None
-
-
-def test_the_sections_run_on_generic_plans_and_the_rankings_on_custom_ones(
+def test_reads_by_key_run_on_generic_plans_and_the_rankings_on_custom_ones(
     garden: dict[str, int],
 ) -> None:
-    """context() sets the planner settings twice in its transaction: generic plans for the
-    block's sections (their index ranges do not depend on the values), then custom plans
-    for the searches' rankings (their plans depend on the query's words and vector); the
-    relevance channel and explain's audit share the second, counted on the real connection."""
+    """Within context()'s transaction, counted on the real connection: the block's sections,
+    the turns lifted and the near-duplicates run on generic plans (their plans do not
+    depend on the values), the searches' rankings on custom ones (theirs depend on the
+    query's words and vector: the relevance channel's and explain's audit's)."""
+    ingest_batch([turn("Hoffmann said the drainage needs a new pipe first.", session_id="g1",
+                       message_id="g1-0", at=0)])  # fmt: skip
+    embed_pending()
     with statements_run() as statements:
         context("pearl", "garden drainage", 800, user_id="jason", now=NOW, explain=True)
-    modes = [(i, _plan_mode(sent)) for i, sent in enumerate(statements) if _plan_mode(sent)]
-    assert [mode for _, mode in modes] == ["force_generic_plan", "force_custom_plan"]
-    assert sum("set_config" in sent.sql for sent in statements) == 2
-    (generic, _), (custom, _) = modes
-    runs = {i for i, sent in enumerate(statements) if "'section0'" in sent.sql}
-    ranks = {
-        i for i, sent in enumerate(statements) if "'text:" in sent.sql or "'vector:" in sent.sql
+    markers = {"sections": "'section0'", "text": "'text:", "vector": "'vector:",
+               "lifted": "WITH lifted", "near_duplicates": "WITH c AS"}  # fmt: skip
+    modes = plan_modes(statements, markers)
+    assert modes == {
+        "sections": ["force_generic_plan"],
+        "text": ["force_custom_plan"] * 2,
+        "vector": ["force_custom_plan"] * 2,
+        "lifted": ["force_generic_plan"],
+        "near_duplicates": ["force_generic_plan"],
     }
-    assert runs and all(generic < i < custom for i in runs)
-    assert len(ranks) >= 3 and all(i > custom for i in ranks)  # the channel's two, the audit's
 
 
 # Round trips of a context call with a seed, search settings and caches warm: the tasks;
 # generic plans; the block's sections; the query's words (with the search settings, and a
 # time phrase's window size); the text ranking of memories and turns; the vector ranking;
-# the turns memories and the best turns lift; near-duplicates; the recall log. (Before they
-# were merged: 12, and 18 with a time phrase, on this test's data.)
-STATEMENTS_PER_CONTEXT = 9
+# generic plans; the turns memories and the best turns lift; near-duplicates; the recall
+# log. (Before they were merged: 12, and 18 with a time phrase, on this test's data.)
+STATEMENTS_PER_CONTEXT = 10
 
 
 @pytest.mark.parametrize(

@@ -19,9 +19,10 @@ from continuum.pipeline.sessions import finish_session
 from continuum.recall.fusion import FusionWeights
 from continuum.recall.search import SearchFilters, search
 from continuum.recall.textquery import plan, query_lexemes, table_stats, tenant_stats
-from continuum.store.engine import session_scope
+from continuum.store.engine import session_scope, statements_run
 from continuum.sync.views import ensure_views
 from tests.support.events import LONG_TURN, session_end, turn
+from tests.support.plans import plan_modes
 
 NOW = datetime(2026, 11, 24, 9, 30, tzinfo=UTC)  # a Tuesday
 
@@ -307,16 +308,18 @@ def test_text_channel_is_bounded_by_analyzed_statistics(
 
 def test_rankings_are_planned_with_their_query_values(db: Any) -> None:
     """A generic plan (Postgres may pick one once psycopg prepares a statement it has run
-    a few times) cannot see the tsquery or the vector: every search plans with them, for
-    its own transaction only."""
+    a few times) cannot see the tsquery or the vector: every search's rankings are planned
+    with them, the reads by key after them on generic plans, for its own transaction only."""
     from continuum.recall.search import search_in
 
     session("p1", NOW, [("user", "The garden drainage quote came in at 900 euros.")])
     show = text("SELECT current_setting('plan_cache_mode')")
-    with session_scope() as db_session:
+    with session_scope() as db_session, statements_run() as sent:
         for _ in range(7):  # past psycopg's prepare threshold
             assert ids(search_in(db_session, "pearl", "garden drainage quote")) == ["p1-0"]
-        assert db_session.execute(show).scalar() == "force_custom_plan"
+    modes = plan_modes(sent, {"text": "'text:", "vector": "'vector:", "lifted": "WITH lifted"})
+    assert modes == {"text": ["force_custom_plan"] * 7, "vector": ["force_custom_plan"] * 7,
+                     "lifted": ["force_generic_plan"] * 7}  # fmt: skip
     with session_scope() as db_session:
         assert db_session.execute(show).scalar() == "auto"
 
