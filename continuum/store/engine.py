@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from functools import lru_cache
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import psycopg
 import sqlalchemy
@@ -18,6 +18,7 @@ from psycopg.rows import namedtuple_row
 from psycopg.types.datetime import TimestamptzLoader
 from sqlalchemy import Engine, TextClause, event, text
 from sqlalchemy.dialects.postgresql.psycopg import PGDialect_psycopg
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from continuum.config import get_settings
@@ -97,14 +98,27 @@ def fetch(db: Session, sql: str, params: dict[str, Any]) -> list[Any]:
     (cache key, compiled-statement lookup, parameters, result rows) costs more CPU than
     psycopg's, 0.41 against 0.25 ms for the context block's sections, and a context call runs
     several. Through SQLAlchemy instead while something listens to the engine's statements
-    (tracing's spans, `statements_run`), so they see it as every other statement."""
+    (tracing's spans, `statements_run`), so they see it as every other statement. Errors are
+    SQLAlchemy's either way (`DBAPIError`, a lost connection invalidated): what the API's 503,
+    the standby fallback and the workers' retries key on."""
     engine = db.get_bind()
     if engine.dispatch.before_cursor_execute or engine.dispatch.after_cursor_execute:
         result = db.connection().execute(statement(sql), params)
         return list(result.all()) if result.returns_rows else []
-    with driver_connection(db).cursor(row_factory=namedtuple_row) as cursor:
-        cursor.execute(_driver_sql(sql), params)
-        return cursor.fetchall() if cursor.description else []
+    raw = driver_connection(db)
+    try:
+        with raw.cursor(row_factory=namedtuple_row) as cursor:
+            cursor.execute(_driver_sql(sql), params)
+            return cursor.fetchall() if cursor.description else []
+    except psycopg.Error as exc:  # as SQLAlchemy would raise it: the fault handling keys on it
+        connection = db.connection()
+        lost = connection.dialect.is_disconnect(cast(Any, exc), connection.connection, None)
+        if lost:  # the pool must not hand this connection out again
+            connection.invalidate(exc)
+        raise DBAPIError.instance(
+            sql, params, exc, psycopg.Error, hide_parameters=connection.engine.hide_parameters,
+            connection_invalidated=lost, dialect=connection.dialect,
+        ) from exc  # fmt: skip
 
 
 def dispose_engines() -> None:

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import text
+from sqlalchemy.exc import OperationalError, ProgrammingError
 
 from continuum.api import create_app
 from continuum.recall.namespace_queries import list_sessions, recent_messages
@@ -82,3 +83,21 @@ def test_a_raw_statement_runs_in_the_callers_transaction_alike_when_observed(db:
     assert [statement for statement, _ in sent] == [
         sql.replace(":ns", "%(ns)s").replace(":ids", "%(ids)s").replace("%'", "%%'")
     ]
+
+
+def test_a_raw_statements_errors_are_sqlalchemys_and_a_lost_connection_leaves_the_pool(
+    db: Any,
+) -> None:
+    """What the API's 503, the standby fallback and the workers' retries key on: an error
+    of `fetch` is SQLAlchemy's, as it would be through SQLAlchemy; a connection Postgres
+    dropped is invalidated, so the next transaction gets a live one."""
+    with pytest.raises(ProgrammingError), session_scope() as conn:
+        fetch(conn, "SELECT no_such_column FROM sessions", {})
+    with pytest.raises(OperationalError) as lost, session_scope() as conn:
+        (me,) = fetch(conn, "SELECT pg_backend_pid() AS pid", {})
+        with session_scope() as other:
+            other.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": me.pid})
+        fetch(conn, "SELECT 1 AS one", {})
+    assert lost.value.connection_invalidated
+    with session_scope() as conn:
+        assert [row.one for row in fetch(conn, "SELECT 1 AS one", {})] == [1]
