@@ -33,7 +33,7 @@ from continuum.domain.kinds import ContextSection, MemoryKind, kind_names
 from continuum.memory.user_tasks import task_rows
 from continuum.recall.fusion import SearchHit
 from continuum.recall.items import Candidate, RecallConfig
-from continuum.recall.rankings import GENERIC_PLANS, ranked_together, send_settings, want_settings
+from continuum.recall.rankings import GENERIC_PLANS, ranked_together, use_settings
 from continuum.recall.scope import SearchFilters, owner_clauses, where_sql
 from continuum.sealing.envelope import read_text
 from continuum.store.engine import fetch
@@ -162,8 +162,7 @@ def memory_candidates(
     (`rankings.GENERIC_PLANS`: its index ranges do not depend on the values it is read
     with, so it is planned once a connection, not at each call)."""
     parts, params = _channel_sql(namespace, scope, channels, now, config)
-    want_settings(db, GENERIC_PLANS)
-    send_settings(db)
+    use_settings(db, GENERIC_PLANS)
     found = ranked_together(db, parts, params)
     return [
         [
@@ -270,13 +269,14 @@ def near_duplicates(
     db: DbSession, namespace: str, candidates: list[Candidate], threshold: float
 ) -> set[frozenset[str]]:
     """Pairs of refs (rows of `namespace`) whose embeddings have cosine similarity ≥
-    threshold."""
+    threshold, read on a generic plan (after a search's lifted turns, already in force)."""
     ids = {
         source: {c.db_id: c.ref for c in candidates if c.source == source and c.db_id}
         for source in ("memory", "message")
     }
     if not ids["memory"] and not ids["message"]:
         return set()
+    use_settings(db, GENERIC_PLANS)  # by key: see GENERIC_PLANS
     rows = fetch(
         db,
         (

@@ -134,9 +134,10 @@ def send_settings(db: DbSession) -> None:
         fetch(db, f"SELECT {', '.join(calls)}", params)
 
 
-def use_search_settings(db: DbSession, extra: dict[str, str] | None = None) -> None:
-    """SEARCH_SETTINGS (and `extra`) for the caller's transaction, now."""
-    want_settings(db, {**SEARCH_SETTINGS, **(extra or {})})
+def use_settings(db: DbSession, settings: dict[str, str]) -> None:
+    """`settings` in force for the caller's next statements, with any others wanted: one
+    round trip, none when they already are (`want_settings`)."""
+    want_settings(db, settings)
     send_settings(db)
 
 
@@ -235,10 +236,9 @@ def lifted_turns(
       those source turns, in its session, among those passing `next_where`: (the id it
       follows, the row).
     The second part reads the turns after the source turns too, so the turns a lift puts
-    among the best have theirs without a second round trip. On a generic plan, as what
-    follows in the transaction until settings ask otherwise (`GENERIC_PLANS`)."""
-    want_settings(db, GENERIC_PLANS)
-    send_settings(db)
+    among the best have theirs without a second round trip. On a generic plan
+    (`GENERIC_PLANS`)."""
+    use_settings(db, GENERIC_PLANS)
     message = COLUMNS["message"]
     params = {**params, "sids": [s for s, _ in keys], "mids": [m for _, m in keys],
               "anchors": anchors}  # fmt: skip

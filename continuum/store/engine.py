@@ -87,7 +87,7 @@ def statement(sql: str) -> TextClause:
 @lru_cache(maxsize=1024)
 def _driver_sql(sql: str) -> str:
     """`sql` as psycopg takes it: `:name` parameters as `%(name)s`, a literal % doubled."""
-    return str(statement(sql).compile(dialect=PGDialect_psycopg()))
+    return str(text(sql).compile(dialect=PGDialect_psycopg()))  # cached here, not twice
 
 
 def fetch(db: Session, sql: str, params: dict[str, Any]) -> list[Any]:

@@ -15,7 +15,7 @@ from continuum.api import create_app
 from continuum.recall.namespace_queries import list_sessions, recent_messages
 from continuum.recall.search import search
 from continuum.security.tokens import create_token
-from continuum.store.engine import fetch, session_scope, statements_run
+from continuum.store.engine import fetch, get_engine, session_scope, statements_run
 
 
 @pytest.mark.parametrize(
@@ -58,6 +58,12 @@ def test_a_time_python_cannot_hold_does_not_poison_reads(
             assert response.status_code == 200, (path, response.text)
 
 
+def _listened() -> bool:
+    """Whether something listens to the engine's statements (then `fetch` takes
+    SQLAlchemy's path, not psycopg's)."""
+    return bool(get_engine().dispatch.before_cursor_execute)
+
+
 def test_a_raw_statement_runs_in_the_callers_transaction_alike_when_observed(db: Any) -> None:
     """`fetch` runs on the session's own connection (it sees the transaction's uncommitted
     row); with a listener on the engine (`statements_run`, tracing) it goes through
@@ -67,6 +73,7 @@ def test_a_raw_statement_runs_in_the_callers_transaction_alike_when_observed(db:
         "WHERE namespace = :ns AND session_id = ANY(:ids) ORDER BY session_id"
     )
     params = {"ns": "pearl", "ids": ["s1", "s2"]}
+    assert not _listened(), "nothing may listen: the first read is psycopg's own"
     with session_scope() as conn:
         conn.execute(
             text(
@@ -91,6 +98,7 @@ def test_a_raw_statements_errors_are_sqlalchemys_and_a_lost_connection_leaves_th
     """What the API's 503, the standby fallback and the workers' retries key on: an error
     of `fetch` is SQLAlchemy's, as it would be through SQLAlchemy; a connection Postgres
     dropped is invalidated, so the next transaction gets a live one."""
+    assert not _listened(), "nothing may listen: the reads are psycopg's own"
     with pytest.raises(ProgrammingError), session_scope() as conn:
         fetch(conn, "SELECT no_such_column FROM sessions", {})
     with pytest.raises(OperationalError) as lost, session_scope() as conn:
