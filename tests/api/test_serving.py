@@ -98,6 +98,7 @@ def test_a_dead_worker_is_replaced_and_workers_outlive_no_parent(api: Any) -> No
     server, port = api
     first, second = _serving(server, port)
     os.kill(first.pid, signal.SIGKILL)
+    first.wait(timeout=15)  # a connection the kernel queued on it as it died is reset
     # Meanwhile every new connection is served: the dead worker's socket left the group.
     for _ in range(CLIENTS):
         assert httpx.get(f"http://127.0.0.1:{port}/openapi.json", timeout=10).status_code == 200
