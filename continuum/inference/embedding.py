@@ -11,6 +11,7 @@ import math
 import os
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Protocol
 
@@ -160,51 +161,96 @@ def _limit_query_threads() -> None:
         torch.set_num_threads(get_settings().query_embed_threads)
 
 
+class QueryVector(Future[list[float]]):
+    """A search query's vector on the way from the query thread. A held one is not encoded
+    on its own: it rides along with the next encode another query starts, unless `hurry()`
+    (or waiting for its result, which hurries it) makes it due first."""
+
+    def __init__(self, batcher: _QueryBatcher, embedder: Embedder) -> None:
+        super().__init__()
+        self._batcher = batcher
+        self._embedder = embedder
+
+    def hurry(self) -> None:
+        """Have this vector encoded now if it is still waiting (with what waits beside it)."""
+        self._batcher.hurry(self, self._embedder)
+
+    def result(self, timeout: float | None = None) -> list[float]:
+        self.hurry()
+        return super().result(timeout)
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        self.hurry()
+        return super().exception(timeout)
+
+
+@dataclass
+class _Waiting:
+    query: str
+    vector: QueryVector
+    due: bool  # an encode should start for it (a held one only rides along)
+
+
 class _QueryBatcher:
     """Search queries of this process, embedded on one background thread. While it encodes,
     queries that arrive wait; its next encode takes all of them at once (up to
     CONTINUUM_EMBED_BATCH_SIZE), since one encode of several short queries costs far less
     than one encode each (the local model on one thread: 8 queries in one call took 6.9 ms
-    each, against 17 ms for a query alone). A lone query waits for nothing."""
+    each, against 17 ms for a query alone). A lone query waits for nothing.
+
+    A query submitted held (its caller has to wait for something else first, like a recall
+    slot) starts no encode: it waits for the next, until it is hurried. Under load that is
+    what makes batches: requests arrive one at a time, each as another finishes, so an
+    encode started for each arrival would mostly find nothing else waiting."""
 
     def __init__(self) -> None:
         self.pool = ThreadPoolExecutor(
             max_workers=1, thread_name_prefix="embed-query", initializer=_limit_query_threads
         )
         self._lock = threading.Lock()
-        self._waiting: list[tuple[str, Future[list[float]]]] = []
+        self._waiting: list[_Waiting] = []
         self.queries = 0  # embedded so far by this process
         self.encodes = 0  # the encodes that embedded them
 
-    def submit(self, embedder: Embedder, query: str) -> Future[list[float]]:
-        future: Future[list[float]] = Future()
+    def submit(self, embedder: Embedder, query: str, *, hold: bool = False) -> QueryVector:
+        vector = QueryVector(self, embedder)
         with self._lock:
-            self._waiting.append((query, future))
-        # Each query schedules an encode; one that finds its query taken by an earlier
-        # encode (which batched it) returns at once.
+            self._waiting.append(_Waiting(query, vector, due=not hold))
+        if not hold:
+            # Each due query schedules an encode; one that finds its query taken by an
+            # earlier encode (which batched it) returns at once.
+            self.pool.submit(self._encode_waiting, embedder)
+        return vector
+
+    def hurry(self, vector: QueryVector, embedder: Embedder) -> None:
+        with self._lock:
+            entry = next((w for w in self._waiting if w.vector is vector), None)
+            if entry is None or entry.due:  # encoded or being encoded, or due already
+                return
+            entry.due = True
         self.pool.submit(self._encode_waiting, embedder)
-        return future
 
     def _encode_waiting(self, embedder: Embedder) -> None:
         limit = get_settings().embed_batch_size
         with self._lock:
-            batch, self._waiting = self._waiting[:limit], self._waiting[limit:]
-        if not batch:
-            return
+            if not any(w.due for w in self._waiting):
+                return
+            ordered = sorted(self._waiting, key=lambda w: not w.due)  # due first, in order
+            batch, self._waiting = ordered[:limit], ordered[limit:]
         self.queries += len(batch)
         self.encodes += 1
         try:
-            texts = [query for query, _ in batch]
+            texts = [w.query for w in batch]
             if isinstance(embedder, LocalEmbedder):
                 vectors = embedder.embed_queries(texts)
             else:
                 vectors = embedder.embed(texts)
         except BaseException as exc:  # every caller of the batch sees the failure
-            for _, future in batch:
-                future.set_exception(exc)
+            for w in batch:
+                w.vector.set_exception(exc)
             return
-        for (_, future), vector in zip(batch, vectors, strict=True):
-            future.set_result(vector)
+        for w, vector in zip(batch, vectors, strict=True):
+            w.vector.set_result(vector)
 
 
 @lru_cache(maxsize=1)
@@ -224,14 +270,15 @@ def query_batching() -> tuple[int, int]:
     return batcher.queries, batcher.encodes
 
 
-def embed_query_soon(query: str) -> Future[list[float]] | None:
+def embed_query_soon(query: str, *, hold: bool = False) -> QueryVector | None:
     """Start embedding `query` on the background query thread (the model releases the GIL),
     batched with the queries other threads of this process are waiting on, so a caller can
-    run its SQL meanwhile; None when embeddings are off."""
+    run its SQL meanwhile; None when embeddings are off. Held (`hold`), it waits to ride
+    with another query's encode until it is hurried or its result is asked for."""
     embedder = get_embedder()
     if embedder is None:
         return None
-    return _query_batcher().submit(embedder, query)
+    return _query_batcher().submit(embedder, query, hold=hold)
 
 
 def warm_query_embedding() -> None:

@@ -185,7 +185,8 @@ def _recall(request: RecallRequest) -> ContextResult:
     seed = request.seed_text
     prepared = prepare_query(seed, scope, request.now) if seed.strip() else None
     handoff = _pending_handoff(request)
-    with admitted(), read_scope(request.namespace) as db:  # its embedding is under way
+    hurry = prepared.hurry if prepared is not None else None  # at the front of the line
+    with admitted(hurry), read_scope(request.namespace) as db:
         # The only write is the recall log: in the same transaction on the primary, where it
         # need not wait for a WAL flush (a crash may lose the last few log rows, never a
         # memory); after a standby's read, in a transaction of its own on the primary. The

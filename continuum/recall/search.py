@@ -22,7 +22,6 @@ can be traced back to the turns it came from and explained. Beyond the two base 
 
 from __future__ import annotations
 
-from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from datetime import datetime, tzinfo
 from typing import Any, TypedDict, Unpack
@@ -30,9 +29,9 @@ from typing import Any, TypedDict, Unpack
 from sqlalchemy.orm import Session as DbSession
 
 from continuum.config import get_settings
-from continuum.inference.embedding import embed_query_soon, vector_literal
+from continuum.inference.embedding import QueryVector, embed_query_soon, vector_literal
 from continuum.recall import rankings
-from continuum.recall.admission import admitted
+from continuum.recall.admission import admitted, crowded
 from continuum.recall.fusion import Fusion, FusionWeights, SearchHit
 from continuum.recall.rankings import Source
 from continuum.recall.scope import SearchFilters, where_sql
@@ -72,19 +71,27 @@ class PreparedQuery:
 
     text: str
     window: TimeRange | None
-    vector: Future[list[float]] | None
+    vector: QueryVector | None
+
+    def hurry(self) -> None:
+        """Have the embedding start now if it was held (see `prepare_query`)."""
+        if self.vector is not None:
+            self.vector.hurry()
 
 
 def prepare_query(
     query: str, filters: SearchFilters | None = None, now: datetime | None = None
 ) -> PreparedQuery:
     """Parse `query`'s time phrase (unless `filters` bound the time already) relative to
-    `now` and start embedding the rest."""
+    `now` and start embedding the rest. When a recall starting now would wait for a slot
+    (`admission`), the embedding is held until the caller is at the front of the line
+    (`admitted(prepared.hurry)`) or wants the vector, so it rides with the queries that
+    arrive meanwhile."""
     window = None
     if filters is None or not filters.time_bounded:
         window = parse_time_range(query, now)
     stripped = strip_phrase(query, window)
-    return PreparedQuery(stripped, window, embed_query_soon(stripped))
+    return PreparedQuery(stripped, window, embed_query_soon(stripped, hold=crowded()))
 
 
 def _prepared(
@@ -235,5 +242,5 @@ def search(namespace: str, query: str, **options: Unpack[SearchOptions]) -> list
     # Prepared first: its query is embedded while it waits for a recall slot.
     prepared = _prepared(namespace, query, options.get("filters"), options.get("now"),
                          options.get("tz"))  # fmt: skip
-    with admitted(), read_scope(namespace) as db:
+    with admitted(prepared.hurry), read_scope(namespace) as db:
         return search_in(db, namespace, prepared, **options)

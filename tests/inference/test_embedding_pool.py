@@ -1,6 +1,7 @@
 """The query-embedding thread: it batches the queries that wait while it encodes, gives each
-caller its own vector (or the batch's failure), and works in a forked child too (Celery
-prefork, API workers). The embedder behind it is loaded once per process."""
+caller its own vector (or the batch's failure), keeps a held query for the next encode until
+it is hurried or awaited, and works in a forked child too (Celery prefork, API workers). The
+embedder behind it is loaded once per process."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 
 import pytest
@@ -82,6 +84,49 @@ def test_a_failed_batch_fails_every_caller_in_it(monkeypatch: pytest.MonkeyPatch
     finally:
         embedding._query_batcher.cache_clear()
     assert all(isinstance(e, embedding.EmbeddingError) for e in errors) and len(errors) == 4
+
+
+def _settled() -> None:
+    """Every encode scheduled so far has run (the query thread is one thread, in order)."""
+    embedding._query_batcher().pool.submit(lambda: None).result(timeout=5)
+
+
+@pytest.fixture
+def recorded(monkeypatch: pytest.MonkeyPatch) -> Iterator[_GatedEmbedder]:
+    """An embedder recording each encode's texts, behind a fresh query thread."""
+    embedder = _GatedEmbedder()
+    embedder.gate.set()
+    monkeypatch.setattr(embedding, "get_embedder", lambda: embedder)
+    embedding._query_batcher.cache_clear()
+    yield embedder
+    embedding._query_batcher.cache_clear()
+
+
+def test_a_held_query_starts_no_encode_and_rides_with_the_next(
+    recorded: _GatedEmbedder,
+) -> None:
+    held = embedding.embed_query_soon("held", hold=True)
+    _settled()
+    assert held is not None and not held.done() and recorded.calls == []
+    due = embedding.embed_query_soon("due")
+    assert due is not None and due.result(timeout=5) == [3.0]
+    assert held.done() and held.result() == [4.0]
+    assert recorded.calls == [["due", "held"]]  # one encode: the due query first
+
+
+def test_a_held_query_is_encoded_once_hurried_or_awaited(recorded: _GatedEmbedder) -> None:
+    hurried = embedding.embed_query_soon("hurried", hold=True)
+    awaited = embedding.embed_query_soon("awaited!", hold=True)
+    assert hurried is not None and awaited is not None
+    hurried.hurry()
+    _settled()
+    assert hurried.result(timeout=0) == [7.0] and awaited.done()  # it rode along
+    assert recorded.calls == [["hurried", "awaited!"]]
+    alone = embedding.embed_query_soon("alone", hold=True)
+    assert alone is not None and alone.result(timeout=5) == [5.0]  # asking hurries it
+    alone.hurry()  # done already: no encode
+    _settled()
+    assert recorded.calls == [["hurried", "awaited!"], ["alone"]]
 
 
 def test_query_embedding_runs_in_a_forked_child(monkeypatch: pytest.MonkeyPatch) -> None:

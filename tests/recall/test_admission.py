@@ -1,6 +1,8 @@
 """The recall gate (`continuum.recall.admission`): at most its slots inside at once, waiters
-admitted in arrival order, and a search or context call in line has its query embedded
-while it waits (real servers, the real model)."""
+admitted in arrival order, each told when it comes to the front of the line; a search or
+context call in line has its query embedded while it waits, and the calls behind the front
+have theirs embedded together, when the first of them comes to the front (real servers, the
+real model)."""
 
 from __future__ import annotations
 
@@ -70,6 +72,29 @@ def test_a_freed_slot_goes_to_the_waiter_not_to_a_thread_arriving_then() -> None
     assert entered == ["waiter", "arrival"]
 
 
+def test_a_waiter_is_told_when_it_comes_to_the_front_of_the_line() -> None:
+    gate, fronts, inside = FifoGate(1), [], []
+
+    def arrive(name: str) -> None:
+        gate.acquire(on_front=lambda: fronts.append(name))
+        inside.append(name)
+
+    arrive("first")  # a free slot: at the front at once
+    threads = []
+    for name in ("second", "third"):
+        threads.append(threading.Thread(target=arrive, args=(name,)))
+        threads[-1].start()
+        wait_for(lambda n=len(threads): gate.waiting == n, timeout=5, interval=0.001)
+    assert gate.crowded and fronts == ["first", "second"]  # "second" is before "third"
+    gate.release()  # "second" goes in: "third" is next
+    assert fronts == ["first", "second", "third"]
+    gate.release()
+    for thread in threads:
+        thread.join(timeout=5)
+    gate.release()
+    assert inside == ["first", "second", "third"] and not gate.crowded
+
+
 @pytest.mark.parametrize("call", ["search", "context"])
 def test_a_recall_in_line_has_its_query_embedded_while_it_waits(db: Any, call: str) -> None:
     gate = recall_gate()
@@ -94,3 +119,31 @@ def test_a_recall_in_line_has_its_query_embedded_while_it_waits(db: Any, call: s
             gate.release()
     thread.join(timeout=30)
     assert done and not thread.is_alive()
+
+
+def test_the_calls_behind_the_front_of_the_line_have_their_queries_embedded_together(
+    db: Any,
+) -> None:
+    """The first in line has its query embedded at once; the others' are held, then embedded
+    in one encode when the first of them comes to the front."""
+    gate = recall_gate()
+    context("alpha", "warm up", 100)
+    held = get_settings().recall_concurrency
+    for _ in range(held):
+        gate.acquire()
+    before = query_batching()
+    seeds = ["where did we go sailing", "what did the doctor say", "my sister's wedding"]
+    threads = [threading.Thread(target=context, args=("alpha", seed, 400)) for seed in seeds]
+    try:
+        for n, thread in enumerate(threads, start=1):
+            thread.start()
+            wait_for(lambda n=n: gate.waiting == n, timeout=30, interval=0.001)
+        wait_for(lambda: query_batching()[0] == before[0] + 1, timeout=30)
+        time.sleep(0.2)  # (the others would be encoded by now, if they were not held)
+        assert query_batching() == (before[0] + 1, before[1] + 1)
+    finally:
+        for _ in range(held):
+            gate.release()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert query_batching() == (before[0] + 3, before[1] + 2)
