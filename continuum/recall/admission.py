@@ -6,10 +6,10 @@ requests of a loaded API share the cores and the interpreter lock and contend in
 each is slow, and the process finishes none sooner. So at most CONTINUUM_RECALL_CONCURRENCY
 recalls of a process hold a transaction at once; the others wait in arrival order (`FifoGate`),
 their query embeddings already submitted. A recall that will wait submits its query held
-(`inference.embedding`): it is encoded when its recall comes to the front of the line (or
-with another's before that), together with the queries of the recalls behind it. One encode
-of several costs far less than one each, and the front of the line still has a slot's turn
-to get its vector before it is admitted.
+(`inference.embedding`): it is encoded with others once a few wait, or when its recall
+comes to the front of the line, whichever is first. One encode of several costs far less
+than one each, and the front of the line still has a slot's turn to get its vector before
+it is admitted.
 """
 
 from __future__ import annotations

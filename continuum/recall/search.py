@@ -84,9 +84,9 @@ def prepare_query(
 ) -> PreparedQuery:
     """Parse `query`'s time phrase (unless `filters` bound the time already) relative to
     `now` and start embedding the rest. When a recall starting now would wait for a slot
-    (`admission`), the embedding is held until the caller is at the front of the line
-    (`admitted(prepared.hurry)`) or wants the vector, so it rides with the queries that
-    arrive meanwhile."""
+    (`admission`), the embedding is held until a few held queries wait, the caller is at the
+    front of the line (`admitted(prepared.hurry)`) or it wants the vector, so it shares an
+    encode with the queries that arrive meanwhile (`inference.embedding`)."""
     window = None
     if filters is None or not filters.time_bounded:
         window = parse_time_range(query, now)

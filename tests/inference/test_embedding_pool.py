@@ -129,6 +129,18 @@ def test_a_held_query_is_encoded_once_hurried_or_awaited(recorded: _GatedEmbedde
     assert recorded.calls == [["hurried", "awaited!"], ["alone"]]
 
 
+def test_held_queries_are_encoded_together_once_enough_wait(recorded: _GatedEmbedder) -> None:
+    queries = [f"held {n}" for n in range(embedding.HELD_BATCH)]
+    vectors = []
+    for query in queries:
+        _settled()
+        assert recorded.calls == []  # fewer wait: none is encoded yet
+        vectors.append(embedding.embed_query_soon(query, hold=True))
+    _settled()
+    assert len(recorded.calls) == 1 and sorted(recorded.calls[0]) == queries  # one encode
+    assert all(v is not None and v.done() for v in vectors)
+
+
 def test_query_embedding_runs_in_a_forked_child(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(embedding, "get_embedder", _LengthEmbedder)
     future = embedding.embed_query_soon("abc")
