@@ -202,8 +202,7 @@ class _QueryBatcher:
     """Search queries of this process, embedded on one background thread. While it encodes,
     queries that arrive wait; its next encode takes all of them at once (up to
     CONTINUUM_EMBED_BATCH_SIZE), since one encode of several short queries costs far less
-    than one encode each (the local model on one thread: 8 queries in one call took 6.9 ms
-    each, against 17 ms for a query alone). A lone query waits for nothing.
+    than one encode each (HELD_BATCH has the figures). A lone query waits for nothing.
 
     A query submitted held (its caller has to wait for something else first, like a recall
     slot) starts no encode: it waits for the next, until it is hurried or HELD_BATCH
