@@ -6,6 +6,12 @@ long conversation, ingested through the real pipeline and embedded with the real
 queries are its questions plus everyday ones, each client walking them in its own order, so
 no client ever repeats a query back-to-back.
 
+Each HTTP level is measured in ROUNDS windows of 5 s, every level and server in turn in each
+round, and the windows pooled: on a shared machine the cores' speed drifts over minutes (a
+pure-CPU loop here ran 1.7× slower in some spells), and with one 10 s window per level one
+drift fell on the single client or on the 16: the same tree measured 16 ÷ 1 client's
+throughput 2.21× in one run and 1.51× in the next (1 client 47.7 against 66.7 req/s).
+
 Also reported: the CPU time per request of the API's processes and of Postgres at each
 level (and their sum), beside the in-process call's, and how many cores the whole machine
 kept busy (other work on a shared machine shows there); how many queries one encode of the
@@ -68,6 +74,7 @@ SCALING = 1.8  # done when: 16 clients' context throughput ≥ this × one clien
 FAIR_SHARE = 1.25  # done when: 16 clients' p95 ≤ this × 16 ÷ their throughput
 CPU_CUT = 0.6  # done when: context CPU per request at 16 clients ≤ this × the older tree's
 CONCURRENT = 16  # the level the done-when lines read
+ROUNDS = 3  # windows per level and server, one level after another in each round
 
 
 @dataclass(frozen=True)
@@ -100,6 +107,15 @@ class Load:
     @property
     def note(self) -> str:
         return f"{self.machine_s / self.seconds:.1f} of {psutil.cpu_count()} cores busy"
+
+    @classmethod
+    def pooled(cls, loads: list[Load]) -> Load:
+        """Several windows of one level as one: their requests, times and CPU together."""
+        return cls(
+            [ms for load in loads for ms in load.latencies_ms],
+            *(sum(getattr(load, f) for load in loads)
+              for f in ("seconds", "cpu_s", "postgres_s", "client_s", "machine_s")),
+        )  # fmt: skip
 
 
 class Meter:
@@ -294,6 +310,8 @@ def run(urls: dict[str, str], options: Options) -> list[Section]:
     namespace = conv.namespace
     token, _ = create_token([namespace], "bench")
     seconds = 4.0 if options.quick else 10.0
+    rounds = 1 if options.quick else ROUNDS
+    window = 5.0 if rounds > 1 else seconds  # an HTTP level's window in each round
     calls: dict[str, Callable[[str], Any]] = {
         "search": lambda q: search(
             namespace, q, limit=LIMIT + 1, filters=SearchFilters(user_id=USER)
@@ -315,7 +333,6 @@ def run(urls: dict[str, str], options: Options) -> list[Section]:
     servers: dict[str, Path | None] = {"ours": None}
     if options.against is not None:
         servers["theirs"] = options.against
-    loads: dict[tuple[str, str, int], Load] = {}
     with tempfile.TemporaryDirectory() as directory:
         running = {}
         try:
@@ -324,16 +341,21 @@ def run(urls: dict[str, str], options: Options) -> list[Section]:
             for endpoint in calls:  # every worker loads the model before anything is timed
                 for _, base_url in running.values():
                     asyncio.run(_drive(base_url, token, endpoint, queries, max(CLIENTS), 3.0))
-            for endpoint in calls:
-                for clients in CLIENTS:
-                    for name, (proc, base_url) in running.items():
-                        loads[(name, endpoint, clients)] = _measured(
-                            Meter(psutil.Process(proc.pid)),
-                            postgres,
-                            lambda u=base_url, e=endpoint, c=clients: asyncio.run(
-                                _drive(u, token, e, queries, c, seconds)
-                            ),
-                        )
+            windows: dict[tuple[str, str, int], list[Load]] = {}
+            for _ in range(rounds):  # a slower spell of a shared machine falls on every level
+                for endpoint in calls:
+                    for clients in CLIENTS:
+                        for name, (proc, base_url) in running.items():
+                            windows.setdefault((name, endpoint, clients), []).append(
+                                _measured(
+                                    Meter(psutil.Process(proc.pid)),
+                                    postgres,
+                                    lambda u=base_url, e=endpoint, c=clients: asyncio.run(
+                                        _drive(u, token, e, queries, c, window)
+                                    ),
+                                )
+                            )
+            loads = {key: Load.pooled(runs) for key, runs in windows.items()}
         finally:
             for proc, _ in running.values():
                 stop(proc)
@@ -341,7 +363,8 @@ def run(urls: dict[str, str], options: Options) -> list[Section]:
     section = Section(
         f"API under concurrency: `continuum api` with {settings.api_workers} workers of "
         f"{settings.api_threads} threads ({len(conv.events)} turns, {len(queries)} queries, "
-        f"{seconds:g}s per level, closed loop; machine load: see each row's note)"
+        f"{rounds} rounds of {window:g}s per level, closed loop; machine load: see each "
+        "row's note)"
     )
     for endpoint in calls:
         base = local[endpoint]
