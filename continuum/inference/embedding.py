@@ -176,11 +176,11 @@ class QueryVector(Future[list[float]]):
     def __init__(self, batcher: _QueryBatcher, embedder: Embedder) -> None:
         super().__init__()
         self._batcher = batcher
-        self._embedder = embedder
+        self.embedder = embedder  # what encodes it
 
     def hurry(self) -> None:
         """Have this vector encoded now if it is still waiting (with what waits beside it)."""
-        self._batcher.hurry(self, self._embedder)
+        self._batcher.hurry(self)
 
     def result(self, timeout: float | None = None) -> list[float]:
         self.hurry()
@@ -230,13 +230,13 @@ class _QueryBatcher:
             self.pool.submit(self._encode_waiting, embedder)
         return vector
 
-    def hurry(self, vector: QueryVector, embedder: Embedder) -> None:
+    def hurry(self, vector: QueryVector) -> None:
         with self._lock:
             entry = next((w for w in self._waiting if w.vector is vector), None)
             if entry is None or entry.due:  # encoded or being encoded, or due already
                 return
             entry.due = True
-        self.pool.submit(self._encode_waiting, embedder)
+        self.pool.submit(self._encode_waiting, vector.embedder)
 
     def _encode_waiting(self, embedder: Embedder) -> None:
         limit = get_settings().embed_batch_size
