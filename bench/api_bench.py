@@ -7,10 +7,12 @@ queries are its questions plus everyday ones, each client walking them in its ow
 no client ever repeats a query back-to-back.
 
 Each HTTP level is measured in ROUNDS windows of 5 s, every level and server in turn in each
-round, and the windows pooled: on a shared machine the cores' speed drifts over minutes (a
-pure-CPU loop here ran 1.7× slower in some spells), and with one 10 s window per level one
-drift fell on the single client or on the 16: the same tree measured 16 ÷ 1 client's
-throughput 2.21× in one run and 1.51× in the next (1 client 47.7 against 66.7 req/s).
+round (IN_TURN: 1 client and 16 back to back), and the windows pooled: on a shared machine
+the cores' speed drifts over minutes (a pure-CPU loop here ran 1.7× slower in some spells),
+and with one 10 s window per level one drift fell on the single client or on the 16: the
+same tree measured 16 ÷ 1 client's throughput 2.21× in one run and 1.51× in the next (1
+client 47.7 against 66.7 req/s). A window opens once its clients have run WARM_S, and holds
+the requests answered and the CPU spent between its opening and its closing (`_drive`).
 
 Also reported: the CPU time per request of the API's processes and of Postgres at each
 level (and their sum), beside the in-process call's, and how many cores the whole machine
@@ -39,6 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import sys
 import tempfile
 import threading
@@ -75,6 +78,9 @@ FAIR_SHARE = 1.25  # done when: 16 clients' p95 ≤ this × 16 ÷ their throughp
 CPU_CUT = 0.6  # done when: context CPU per request at 16 clients ≤ this × the older tree's
 CONCURRENT = 16  # the level the done-when lines read
 ROUNDS = 3  # windows per level and server, one level after another in each round
+# Each round's order of levels: the two the scaling line divides, one after the other.
+IN_TURN = (1, CONCURRENT, *(c for c in CLIENTS if c not in (1, CONCURRENT)))
+WARM_S = 1.0  # an HTTP window's clients run this long before it opens
 
 
 @dataclass(frozen=True)
@@ -149,28 +155,51 @@ def _params(endpoint: str, query: str) -> dict[str, Any]:
 
 
 async def _drive(
-    base_url: str, token: str, endpoint: str, queries: list[str], clients: int, seconds: float
+    base_url: str,
+    token: str,
+    endpoint: str,
+    queries: list[str],
+    clients: int,
+    seconds: float,
+    mark: Callable[[], None] = lambda: None,
 ) -> list[float]:
-    """`clients` closed loops for `seconds`: each sends its next query as soon as the last
-    answer arrived. Client i starts at query i·7 and steps through the list, so two
-    consecutive requests of one client never carry the same query.
+    """`clients` closed loops: each sends its next query as soon as the last answer arrived.
+    Client i starts at query i·7 and steps through the list, so two consecutive requests of
+    one client never carry the same query. The loops run WARM_S before the measured window
+    of `seconds` opens, and `mark()` is called as it opens and as it closes; the latencies
+    returned are those of the requests answered in it.
 
-    The clients are made before the clock starts: each makes an SSL context (about 30 ms of
+    The clients are made before any request: each makes an SSL context (about 30 ms of
     this process's loop), which, made inside the window, held back the other clients'
     requests and counted in their latencies (16 clients: the first half second's answers
-    measured 300-800 ms where the rest took about 200)."""
+    measured 300-800 ms where the rest took about 200). The warm-up keeps the connections'
+    first second out of the window too: 16 new connections land on the API's workers by a
+    draw, and until the workers have evened them out (`continuum.api.serving`) the clients
+    of the fuller worker wait longer (16 clients, 5 s windows: p95 1.17-3.07 × the fair
+    share in the first second, 1.20-1.37 × after it)."""
     latencies: list[float] = []
     headers = {"Authorization": f"Bearer {token}"}
+    window: list[float] = []  # perf_counter at the window's opening and closing, once open
 
-    async def client(index: int, http: httpx.AsyncClient, deadline: float) -> None:
+    async def client(index: int, http: httpx.AsyncClient) -> None:
         n = index * 7
-        while time.perf_counter() < deadline:
+        while not window or time.perf_counter() < window[1]:
             query = queries[n % len(queries)]
             n += 1
             started = time.perf_counter()
             response = await http.get(f"/v1/{endpoint}", params=_params(endpoint, query))
             response.raise_for_status()
-            latencies.append((time.perf_counter() - started) * 1000)
+            answered = time.perf_counter()
+            if window and window[0] <= answered <= window[1]:
+                latencies.append((answered - started) * 1000)
+
+    async def clock() -> None:
+        await asyncio.sleep(WARM_S)
+        mark()
+        opened = time.perf_counter()
+        window.extend((opened, opened + seconds))
+        await asyncio.sleep(seconds)
+        mark()
 
     async with contextlib.AsyncExitStack() as stack:
         https = [
@@ -179,23 +208,38 @@ async def _drive(
             )
             for _ in range(clients)
         ]
-        deadline = time.perf_counter() + seconds
-        await asyncio.gather(*(client(i, http, deadline) for i, http in enumerate(https)))
+        await asyncio.gather(clock(), *(client(i, http) for i, http in enumerate(https)))
     return latencies
 
 
-def _measured(api: Meter, postgres: Meter, work: Callable[[], list[float]]) -> Load:
-    """Run `work` (it returns request latencies) and meter the CPU spent meanwhile."""
+def _over_http(
+    base_url: str,
+    token: str,
+    endpoint: str,
+    queries: list[str],
+    clients: int,
+    seconds: float,
+    mark: Callable[[], None],
+) -> list[float]:
+    """`_drive` on an event loop of its own."""
+    return asyncio.run(_drive(base_url, token, endpoint, queries, clients, seconds, mark))
+
+
+def _measured(
+    api: Meter, postgres: Meter, work: Callable[[Callable[[], None]], list[float]]
+) -> Load:
+    """Run `work`, which calls the `mark` it is given as its measured window opens and as it
+    closes, and returns the latencies of the requests answered in it; with the CPU spent in
+    that window."""
     me = Meter(psutil.Process(), tree=False)
-    before = api.read(), postgres.read()[0], me.read()[0]
-    started = time.perf_counter()
-    latencies = work()
-    elapsed = time.perf_counter() - started
-    (api_s, machine_s), postgres_s, client_s = api.read(), postgres.read()[0], me.read()[0]
-    return Load(
-        latencies, elapsed, api_s - before[0][0], postgres_s - before[1],
-        client_s - before[2], machine_s - before[0][1],
-    )  # fmt: skip
+    marks: list[tuple[float, tuple[float, float], float, float]] = []
+
+    def mark() -> None:
+        marks.append((time.perf_counter(), api.read(), postgres.read()[0], me.read()[0]))
+
+    latencies = work(mark)
+    (t0, (api0, machine0), pg0, me0), (t1, (api1, machine1), pg1, me1) = marks
+    return Load(latencies, t1 - t0, api1 - api0, pg1 - pg0, me1 - me0, machine1 - machine0)
 
 
 def _closed_loop(
@@ -212,17 +256,24 @@ def _closed_loop(
         into.append((time.perf_counter() - started) * 1000)
 
 
-def _in_process(call: Callable[[str], Any], queries: list[str], seconds: float) -> list[float]:
+def _in_process(
+    call: Callable[[str], Any], queries: list[str], seconds: float, mark: Callable[[], None]
+) -> list[float]:
     """One thread calling `call` back-to-back for `seconds`, through `queries` in order."""
     latencies: list[float] = []
+    mark()
     _closed_loop(call, queries, time.perf_counter() + seconds, 0, latencies)
+    mark()
     return latencies
 
 
-def _threads(call: Callable[[str], Any], queries: list[str], seconds: float) -> list[float]:
+def _threads(
+    call: Callable[[str], Any], queries: list[str], seconds: float, mark: Callable[[], None]
+) -> list[float]:
     """CONCURRENT threads of this process in closed loop for `seconds`, as `_drive`'s
     clients walk the queries."""
     latencies: list[float] = []
+    mark()
     deadline = time.perf_counter() + seconds
     threads = [
         threading.Thread(target=_closed_loop, args=(call, queries, deadline, i * 7, latencies))
@@ -232,6 +283,7 @@ def _threads(call: Callable[[str], Any], queries: list[str], seconds: float) -> 
         thread.start()
     for thread in threads:
         thread.join()
+    mark()
     return latencies
 
 
@@ -284,9 +336,9 @@ def _embedding(queries: list[str], seconds: float) -> Embedding:
         future.result()
 
     me = Meter(psutil.Process(), tree=False)
-    lone = _measured(me, me, lambda: _in_process(embed, queries, seconds))
+    lone = _measured(me, me, functools.partial(_in_process, embed, queries, seconds))
     before = query_batching()
-    together = _measured(me, me, lambda: _threads(embed, queries, seconds))
+    together = _measured(me, me, functools.partial(_threads, embed, queries, seconds))
     embedded, encodes = (now - then for now, then in zip(query_batching(), before, strict=True))
     return Embedding(lone.p(0.5), lone.per_request_ms(lone.cpu_s),
                      together.per_request_ms(together.cpu_s), embedded / max(encodes, 1))  # fmt: skip
@@ -323,11 +375,13 @@ def run(urls: dict[str, str], options: Options) -> list[Section]:
     postgres = Meter(psutil.Process(_postmaster_pid()))
     me = Meter(psutil.Process(), tree=False)
     local = {
-        name: _measured(me, postgres, lambda call=call: _in_process(call, queries, seconds))
+        name: _measured(me, postgres, functools.partial(_in_process, call, queries, seconds))
         for name, call in calls.items()
     }
     before = query_batching()
-    threaded = _measured(me, postgres, lambda: _threads(calls["context"], queries, seconds))
+    threaded = _measured(
+        me, postgres, functools.partial(_threads, calls["context"], queries, seconds)
+    )
     embedded, encodes = (now - then for now, then in zip(query_batching(), before, strict=True))
     embedding = _embedding(queries, seconds)
     servers: dict[str, Path | None] = {"ours": None}
@@ -344,16 +398,14 @@ def run(urls: dict[str, str], options: Options) -> list[Section]:
             windows: dict[tuple[str, str, int], list[Load]] = {}
             for _ in range(rounds):  # a slower spell of a shared machine falls on every level
                 for endpoint in calls:
-                    for clients in CLIENTS:
+                    for clients in IN_TURN:
                         for name, (proc, base_url) in running.items():
+                            work = functools.partial(
+                                _over_http, base_url, token, endpoint, queries, clients, window
+                            )
+                            server = Meter(psutil.Process(proc.pid))
                             windows.setdefault((name, endpoint, clients), []).append(
-                                _measured(
-                                    Meter(psutil.Process(proc.pid)),
-                                    postgres,
-                                    lambda u=base_url, e=endpoint, c=clients: asyncio.run(
-                                        _drive(u, token, e, queries, c, window)
-                                    ),
-                                )
+                                _measured(server, postgres, work)
                             )
             loads = {key: Load.pooled(runs) for key, runs in windows.items()}
         finally:
