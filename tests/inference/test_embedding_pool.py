@@ -16,7 +16,7 @@ import pytest
 
 from continuum.config import get_settings
 from continuum.inference import embedding
-from tests.support.wait import wait_for
+from tests.support.wait import query_thread_settled, wait_for
 
 
 class _LengthEmbedder:
@@ -86,11 +86,6 @@ def test_a_failed_batch_fails_every_caller_in_it(monkeypatch: pytest.MonkeyPatch
     assert all(isinstance(e, embedding.EmbeddingError) for e in errors) and len(errors) == 4
 
 
-def _settled() -> None:
-    """Every encode scheduled so far has run (the query thread is one thread, in order)."""
-    embedding._query_batcher().pool.submit(lambda: None).result(timeout=5)
-
-
 @pytest.fixture
 def recorded(monkeypatch: pytest.MonkeyPatch) -> Iterator[_GatedEmbedder]:
     """An embedder recording each encode's texts, behind a fresh query thread."""
@@ -106,7 +101,7 @@ def test_a_held_query_starts_no_encode_and_rides_with_the_next(
     recorded: _GatedEmbedder,
 ) -> None:
     held = embedding.embed_query_soon("held", hold=True)
-    _settled()
+    query_thread_settled()
     assert held is not None and not held.done() and recorded.calls == []
     due = embedding.embed_query_soon("due")
     assert due is not None and due.result(timeout=5) == [3.0]
@@ -119,13 +114,13 @@ def test_a_held_query_is_encoded_once_hurried_or_awaited(recorded: _GatedEmbedde
     awaited = embedding.embed_query_soon("awaited!", hold=True)
     assert hurried is not None and awaited is not None
     hurried.hurry()
-    _settled()
+    query_thread_settled()
     assert hurried.result(timeout=0) == [7.0] and awaited.done()  # it rode along
     assert recorded.calls == [["hurried", "awaited!"]]
     alone = embedding.embed_query_soon("alone", hold=True)
     assert alone is not None and alone.result(timeout=5) == [5.0]  # asking hurries it
     alone.hurry()  # done already: no encode
-    _settled()
+    query_thread_settled()
     assert recorded.calls == [["hurried", "awaited!"], ["alone"]]
 
 
@@ -133,10 +128,10 @@ def test_held_queries_are_encoded_together_once_enough_wait(recorded: _GatedEmbe
     queries = [f"held {n}" for n in range(embedding.HELD_BATCH)]
     vectors = []
     for query in queries:
-        _settled()
+        query_thread_settled()
         assert recorded.calls == []  # fewer wait: none is encoded yet
         vectors.append(embedding.embed_query_soon(query, hold=True))
-    _settled()
+    query_thread_settled()
     assert len(recorded.calls) == 1 and sorted(recorded.calls[0]) == queries  # one encode
     assert all(v is not None and v.done() for v in vectors)
 

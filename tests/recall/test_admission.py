@@ -17,7 +17,7 @@ from continuum.inference.embedding import query_batching
 from continuum.recall.admission import FifoGate, recall_gate
 from continuum.recall.context import context
 from continuum.recall.search import search
-from tests.support.wait import wait_for
+from tests.support.wait import query_thread_settled, wait_for
 
 
 @pytest.mark.parametrize("slots", [1, 2])
@@ -141,7 +141,7 @@ def test_the_calls_behind_the_front_of_the_line_have_their_queries_embedded_toge
             wait_for(lambda n=n: gate.waiting == n, timeout=30, interval=0.001)
             if n == 1:  # at the front: embedded at once
                 wait_for(lambda: query_batching() == (before[0] + 1, before[1] + 1), timeout=30)
-        time.sleep(0.2)  # (the others would be encoded by now, if they were not held)
+        query_thread_settled()  # an encode the others had scheduled would have run
         assert query_batching() == (before[0] + 1, before[1] + 1)
     finally:
         for _ in range(held):

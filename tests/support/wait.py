@@ -36,3 +36,11 @@ def waiting_on_a_lock() -> bool:
             )
         )
     return bool(waiting)
+
+
+def query_thread_settled() -> None:
+    """Every query embedding this process has scheduled so far is done: the query thread is
+    one thread and runs them in order, so a no-op submitted now runs after them."""
+    from continuum.inference.embedding import _query_batcher
+
+    _query_batcher().pool.submit(lambda: None).result(timeout=30)
