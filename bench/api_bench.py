@@ -154,7 +154,7 @@ def _params(endpoint: str, query: str) -> dict[str, Any]:
     return {"seed_text": query, "user_id": USER}
 
 
-async def _drive(
+def _drive(
     base_url: str,
     token: str,
     endpoint: str,
@@ -163,11 +163,11 @@ async def _drive(
     seconds: float,
     mark: Callable[[], None] = lambda: None,
 ) -> list[float]:
-    """`clients` closed loops: each sends its next query as soon as the last answer arrived.
-    Client i starts at query i·7 and steps through the list, so two consecutive requests of
-    one client never carry the same query. The loops run WARM_S before the measured window
-    of `seconds` opens, and `mark()` is called as it opens and as it closes; the latencies
-    returned are those of the requests answered in it.
+    """`clients` closed loops, on an event loop of their own: each sends its next query as
+    soon as the last answer arrived. Client i starts at query i·7 and steps through the
+    list, so two consecutive requests of one client never carry the same query. The loops
+    run WARM_S before the measured window of `seconds` opens, and `mark()` is called as it
+    opens and as it closes; the latencies returned are those of the requests answered in it.
 
     The clients are made before any request: each makes an SSL context (about 30 ms of
     this process's loop), which, made inside the window, held back the other clients'
@@ -201,28 +201,18 @@ async def _drive(
         await asyncio.sleep(seconds)
         mark()
 
-    async with contextlib.AsyncExitStack() as stack:
-        https = [
-            await stack.enter_async_context(
-                httpx.AsyncClient(base_url=base_url, headers=headers, timeout=60)
-            )
-            for _ in range(clients)
-        ]
-        await asyncio.gather(clock(), *(client(i, http) for i, http in enumerate(https)))
+    async def drive() -> None:
+        async with contextlib.AsyncExitStack() as stack:
+            https = [
+                await stack.enter_async_context(
+                    httpx.AsyncClient(base_url=base_url, headers=headers, timeout=60)
+                )
+                for _ in range(clients)
+            ]
+            await asyncio.gather(clock(), *(client(i, http) for i, http in enumerate(https)))
+
+    asyncio.run(drive())
     return latencies
-
-
-def _over_http(
-    base_url: str,
-    token: str,
-    endpoint: str,
-    queries: list[str],
-    clients: int,
-    seconds: float,
-    mark: Callable[[], None],
-) -> list[float]:
-    """`_drive` on an event loop of its own."""
-    return asyncio.run(_drive(base_url, token, endpoint, queries, clients, seconds, mark))
 
 
 def _measured(
@@ -394,14 +384,14 @@ def run(urls: dict[str, str], options: Options) -> list[Section]:
                 running[name] = serve(Path(directory) / name, checkout=checkout)
             for endpoint in calls:  # every worker loads the model before anything is timed
                 for _, base_url in running.values():
-                    asyncio.run(_drive(base_url, token, endpoint, queries, max(CLIENTS), 3.0))
+                    _drive(base_url, token, endpoint, queries, max(CLIENTS), 3.0)
             windows: dict[tuple[str, str, int], list[Load]] = {}
             for _ in range(rounds):  # a slower spell of a shared machine falls on every level
                 for endpoint in calls:
                     for clients in IN_TURN:
                         for name, (proc, base_url) in running.items():
                             work = functools.partial(
-                                _over_http, base_url, token, endpoint, queries, clients, window
+                                _drive, base_url, token, endpoint, queries, clients, window
                             )
                             server = Meter(psutil.Process(proc.pid))
                             windows.setdefault((name, endpoint, clients), []).append(
