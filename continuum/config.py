@@ -266,6 +266,12 @@ class Settings(BaseSettings):
     broker_check_interval_s: float = Field(
         default=1.0, gt=0, description="How often each worker checks whether the broker restarted."
     )
+    taken_check_interval_s: float = Field(
+        default=2.0,
+        gt=0,
+        description="How often one worker looks for event batches taken off the queue by a "
+        "worker lost before it recorded them (resent when found so twice in a row).",
+    )
 
     sync_home: Path | None = Field(default=None, description="Home to discover runtimes in.")
     sync_roots: Annotated[list[Path], NoDecode] | None = Field(

@@ -1,13 +1,16 @@
 """The broker watch: every worker (in its main process) notices a restart of the broker's
 Redis within CONTINUUM_BROKER_CHECK_INTERVAL_S and, CONTINUUM_RESTART_GRACE_S later, one of them
 re-publishes the event batches the restart lost (`continuum.pipeline.redelivery`), without
-waiting for the queue to drain or for beat's per-minute sweep.
+waiting for the queue to drain or for beat's per-minute sweep. Between restarts, one of them
+runs each round of the taken check (CONTINUUM_TAKEN_CHECK_INTERVAL_S): batches a worker took
+off the queue and was lost with before it recorded them come back within seconds too.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 
 import redis
 from sqlalchemy.exc import SQLAlchemyError
@@ -33,6 +36,9 @@ def _watch(stop: threading.Event) -> None:
     while True:
         try:
             result = redelivery.watch_broker(client, resend, settings.restart_grace_s)
+            taken = redelivery.check_taken(
+                client, resend, settings.taken_check_interval_s, time.time()
+            )
         # A server restarting or failing over (the resend not yet on a replica): next round.
         except (redis.RedisError, SQLAlchemyError, EnqueueError) as exc:
             if not failing:
@@ -42,6 +48,8 @@ def _watch(stop: threading.Event) -> None:
             failing = False
             if result is not None:
                 log.warning("broker restarted: %s", result)
+            if taken is not None and taken.settled:
+                log.warning("batches taken off the queue by a lost worker: %s", taken)
         if stop.wait(interval):
             return
 

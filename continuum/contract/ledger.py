@@ -6,7 +6,8 @@ fault tests). So every batch a producer publishes is also written to this ledger
 plus a time index, in the broker's Redis) and settled by the worker that processed it; the
 worker touches it (renews its time) when it starts the batch and while it waits to retry.
 On the worker side (`continuum.pipeline.redelivery`), batches a broker restart lost are
-re-published seconds after it, and a sweep re-publishes batches that stayed unsettled past a
+re-published seconds after it, so are batches a worker took and was lost with before it
+recorded them (the broker up), and a sweep re-publishes batches that stayed unsettled past a
 long grace period while the queue is drained.
 
 This module is the ledger's Redis record, all a producer needs: publishing an event never

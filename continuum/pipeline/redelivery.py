@@ -1,6 +1,6 @@
 """Redelivery from the in-flight ledger (`continuum.contract.ledger`), on the worker side.
 
-Two ways a batch is published again, each time only its events not already processed or
+Three ways a batch is published again, each time only its events not already processed or
 dead-lettered (which are idempotent anyway):
 - the per-minute beat sweep re-publishes batches unsettled for CONTINUUM_INFLIGHT_GRACE_S,
   only while the events queue is empty (so a backlog is never mistaken for loss): the safety
@@ -9,7 +9,12 @@ dead-lettered (which are idempotent anyway):
   change records it) the batches recorded before the restart that are neither queued nor held
   unacked by a worker, nor touched by one since, are re-published once
   CONTINUUM_RESTART_GRACE_S has passed, backlog or not: what kombu's BRPOP window lost comes
-  back within seconds, and a queued, running or retrying batch is never copied.
+  back within seconds, and a queued, running or retrying batch is never copied;
+- with the broker up, a worker killed, frozen or cut off in that window (Redis handed it the
+  batch, which never left its socket) loses it just the same: the taken check, a round every
+  CONTINUUM_TAKEN_CHECK_INTERVAL_S run by one worker, re-publishes a batch found neither
+  queued nor held, and untouched, in two rounds in a row (a live worker holds one in that
+  window for milliseconds, never across two rounds).
 """
 
 from __future__ import annotations
@@ -33,6 +38,13 @@ from continuum.store.models import DeadLetter, ProcessedEvent
 Resend = Callable[[list[Any]], Any]
 BROKER_STATE = "continuum:broker"  # hash: run_id last seen, restarted_at of a pending recovery
 SCAN_CHUNK = 500
+# The taken check: the worker running a round holds the claim for the interval; the last
+# round's time, age bound and the batches it found absent live in TAKEN_ROUND for 3 intervals.
+TAKEN_CLAIM = "continuum:broker:taken-claim"
+TAKEN_ROUND = "continuum:broker:taken-round"
+# Queued messages past which a round is skipped rather than read (a backlog: a batch lost
+# behind it is found once the queue is shorter, or by beat's sweep).
+TAKEN_SCAN_LIMIT = 1000
 
 # The run id is compared and replaced in one step, so of all the workers that see a restart
 # exactly one records it. An absent run id is a first sight, not a restart.
@@ -144,6 +156,31 @@ def _held_ids(client: SyncRedis) -> Iterator[str | None]:
         yield _task_id(json.loads(raw)[0])  # kombu stores [message, exchange, routing key]
 
 
+def _absent(client: SyncRedis, before: float, queue: str) -> list[str]:
+    """The ledger's batches last recorded or touched before `before` that are neither in
+    `queue` nor held unacked by a worker."""
+    candidates = client.zrangebyscore(ledger.INDEX, "-inf", f"({before}")
+    if not candidates:
+        return []
+    present = {*_queued_ids(client, queue), *_held_ids(client)}
+    return [batch_id for batch_id in candidates if batch_id not in present]
+
+
+def _redeliver_untouched(
+    client: SyncRedis, batch_ids: list[str], before: float, resend: Resend, result: SweepResult
+) -> None:
+    """Re-publish those of `batch_ids` still in the ledger and not touched since `before`:
+    one a worker settled or started meanwhile is left to it."""
+    if not batch_ids:
+        return
+    pipe = client.pipeline(transaction=False)
+    for batch_id in batch_ids:
+        pipe.zscore(ledger.INDEX, batch_id)
+    for batch_id, score in zip(batch_ids, pipe.execute(), strict=True):
+        if score is not None and float(score) < before:
+            _redeliver(client, batch_id, resend, result)
+
+
 def redeliver_lost(
     client: SyncRedis, resend: Resend, before: float, queue: str = EVENTS
 ) -> SweepResult:
@@ -151,19 +188,35 @@ def redeliver_lost(
     neither in `queue` nor held unacked by a worker: taken off the queue and lost. One a
     worker touches or settles meanwhile is left to it."""
     result = SweepResult()
-    candidates = client.zrangebyscore(ledger.INDEX, "-inf", f"({before}")
-    if not candidates:
+    _redeliver_untouched(client, _absent(client, before, queue), before, resend, result)
+    return result
+
+
+def check_taken(
+    client: SyncRedis, resend: Resend, every_s: float, now: float, queue: str = EVENTS
+) -> SweepResult | None:
+    """One round of the taken check, for a batch a worker took off the queue and never
+    recorded as held (killed, frozen or cut off in kombu's BRPOP window, the broker up): the
+    batches older than `every_s` found neither queued nor held are remembered, and those the
+    previous round (at most 3 intervals ago) found so too, untouched since, are published
+    again. None when another worker holds this interval's round; skipped (`skipped_busy`)
+    while more than TAKEN_SCAN_LIMIT messages are queued."""
+    if not client.set(TAKEN_CLAIM, now, nx=True, px=max(1, int(every_s * 1000))):
+        return None
+    result = SweepResult()
+    if sum(client.llen(key) for key in queue_keys(queue)) > TAKEN_SCAN_LIMIT:
+        client.delete(TAKEN_ROUND)
+        result.skipped_busy = True
         return result
-    present = {*_queued_ids(client, queue), *_held_ids(client)}
-    lost = [batch_id for batch_id in candidates if batch_id not in present]
-    if not lost:
-        return result
-    pipe = client.pipeline(transaction=False)
-    for batch_id in lost:
-        pipe.zscore(ledger.INDEX, batch_id)
-    for batch_id, score in zip(lost, pipe.execute(), strict=True):
-        if score is not None and float(score) < before:  # not settled, not started since
-            _redeliver(client, batch_id, resend, result)
+    raw = client.get(TAKEN_ROUND)
+    last = json.loads(raw) if raw else None
+    before = now - every_s
+    absent = _absent(client, before, queue)
+    round_ = {"before": before, "absent": absent}
+    client.set(TAKEN_ROUND, json.dumps(round_), px=max(1, int(3 * every_s * 1000)))
+    if last:
+        again = sorted(set(absent).intersection(last["absent"]))
+        _redeliver_untouched(client, again, last["before"], resend, result)
     return result
 
 

@@ -1,5 +1,7 @@
 """After a broker restart the batches kombu's BRPOP window lost are published again within
-seconds, backlog or not; a queued, held (running or retrying) or started batch never is.
+seconds, backlog or not; a queued, held (running or retrying) or started batch never is. With
+the broker up, the taken check does the same for a batch a lost worker took (found neither
+queued nor held in two rounds in a row).
 
 Each test plays the broker on a scratch database of the test Redis, so the in-process
 worker's broker watch (on the real broker database) never sees these restarts."""
@@ -112,6 +114,75 @@ def test_the_watch_reads_the_broker_run_id(db: Any, broker: Any) -> None:
     assert ids(sent) == [lost]
     assert client.hget(redelivery.BROKER_STATE, "run_id") == redelivery.broker_run_id(client)
     assert redelivery.watch_broker(client, sent.extend, grace_s=0) is None
+
+
+EVERY_S = 0.05  # the taken check's interval here: its claim expires between two rounds
+
+
+def taken_round(client: SyncRedis, sent: list[Any]) -> redelivery.SweepResult:
+    time.sleep(EVERY_S + 0.01)  # the previous round's claim has expired
+    result = redelivery.check_taken(client, sent.extend, EVERY_S, time.time())
+    assert result is not None
+    return result
+
+
+def test_a_batch_taken_and_never_held_is_resent_once_two_rounds_found_it(
+    db: Any, broker: Any
+) -> None:
+    client, producer = broker
+    lost_id, lost = publish(producer, client, "lost")
+    take(client)  # the worker that took it was frozen before kombu recorded it as unacked
+    late_id, _ = publish(producer, client, "late")
+    late = take(client)  # a live worker, recording it as unacked after the first round
+    held_id, _ = publish(producer, client, "held")
+    client.hset(UNACKED_KEY, "tag-1", json.dumps([take(client), "", EVENTS]))
+    started_id, _ = publish(producer, client, "started")
+    take(client)
+    queued_id, _ = publish(producer, client, "queued")
+    sent: list[Any] = []
+    first = taken_round(client, sent)
+    assert (first.settled, sent) == (0, [])
+    assert redelivery.check_taken(client, sent.extend, EVERY_S, time.time()) is None  # claimed
+    client.hset(UNACKED_KEY, "tag-2", json.dumps([late, "", EVENTS]))
+    ledger.touch(client, started_id)  # a worker started it after the first round
+    take(client)  # a live worker's BRPOP takes the queued one just before the second round
+    second = taken_round(client, sent)
+    assert (second.settled, second.resent_events) == (1, 1)
+    assert ids(sent) == [lost] and client.hget(ledger.ENTRIES, lost_id) is None
+    assert ledger.pending(client) == 4 and client.hget(ledger.ENTRIES, late_id)
+    assert client.hget(ledger.ENTRIES, queued_id)
+    assert client.hget(ledger.ENTRIES, held_id) and client.hget(ledger.ENTRIES, started_id)
+
+
+def test_a_taken_batch_is_confirmed_only_by_the_round_just_before(db: Any, broker: Any) -> None:
+    """A round over 3 intervals old is forgotten: what it found absent then may have been
+    queued or held since, and is absent now for a new reason, to be checked anew."""
+    client, producer = broker
+    _, lost = publish(producer, client, "lost")
+    take(client)
+    sent: list[Any] = []
+    taken_round(client, sent)
+    time.sleep(3 * EVERY_S)
+    assert taken_round(client, sent).settled == 0  # a first round again
+    assert taken_round(client, sent).settled == 1 and ids(sent) == [lost]
+
+
+def test_the_taken_check_skips_a_backlog_it_would_have_to_read(
+    db: Any, broker: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client, producer = broker
+    monkeypatch.setattr(redelivery, "TAKEN_SCAN_LIMIT", 1)
+    _, lost = publish(producer, client, "lost")
+    take(client)
+    sent: list[Any] = []
+    taken_round(client, sent)
+    publish(producer, client, "queued 1")
+    publish(producer, client, "queued 2")
+    assert taken_round(client, sent).skipped_busy and sent == []
+    for tag in ("tag-1", "tag-2"):  # the backlog drained: two rounds again before a resend
+        client.hset(UNACKED_KEY, tag, json.dumps([take(client), "", EVENTS]))
+    assert taken_round(client, sent).settled == 0
+    assert taken_round(client, sent).settled == 1 and ids(sent) == [lost]
 
 
 def test_a_worker_touches_a_batch_when_it_starts_it(
