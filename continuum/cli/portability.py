@@ -135,7 +135,7 @@ def import_(
         except ArchiveRefused as exc:
             fail(f"{archive}: {exc}; nothing was imported", 1)
     if as_json:
-        print_json(report.as_dict())
+        print_json(report.model_dump(mode="json"))
         return
     table = Table("record", "inserted", "already there", "not written")
     for kind in RECORD_TYPES:

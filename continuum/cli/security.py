@@ -32,7 +32,7 @@ def forget(
         fail(str(exc))
     report = forget_user(namespace, user_id)
     if as_json:
-        print_json(report.as_dict())
+        print_json(report.model_dump(mode="json"))
     else:
         table = Table("store", "found", "removed", "re-scan")
         for store, counts in report.stores.items():

@@ -1,9 +1,10 @@
 """Records the HTTP API answers that its Python client reads as they are: a stored document
-(a JSON value under a path and key), a turn of a session whole, and the rows the listings
-return (memories, cron reports, sessions). One definition serves the server
-(`continuum.memory.documents`, `continuum.recall.turns`, `continuum.api.schemas`) and the
-client (`continuum.sdk.models`), so they cannot drift apart; newer fields a server adds are
-kept by an older client (`extra="allow"`)."""
+(a JSON value under a path and key), a turn of a session whole, the rows the listings
+return (memories, cron reports, sessions), and the reports of forgetting a user and of an
+import. One definition serves the server (`continuum.memory.documents`,
+`continuum.recall.turns`, `continuum.api.schemas`, `continuum.security.forget`,
+`continuum.portability.importing`) and the client (`continuum.sdk.models`), so they cannot
+drift apart; newer fields a server adds are kept by an older client (`extra="allow"`)."""
 
 from __future__ import annotations
 
@@ -103,3 +104,37 @@ class SessionRecord(Record):
     status: str
     message_count: int
     details: dict[str, Any]
+
+
+class StoreCounts(Record):
+    """One store of a forget: rows of the user found, removed, and found again by the re-scan."""
+
+    found: int = 0
+    removed: int = 0
+    remaining: int = 0
+
+
+class ForgetReport(Record):
+    """What forgetting a user did: data keys destroyed, each store's counts, and whether the
+    re-scan found every store empty of the user (`complete`)."""
+
+    namespace: str
+    user_id: str
+    keys_destroyed: int
+    stores: dict[str, StoreCounts]
+    finished_at: datetime
+    complete: bool
+
+
+class ImportReport(Record):
+    """What an import did, per record type (session, message, memory, task, cron_report):
+    inserted, already there, or not written (a forgotten user's rows, a private tenant's
+    turns)."""
+
+    namespace: str
+    source: str
+    user: str | None
+    records: int
+    inserted: dict[str, int]
+    existing: dict[str, int]
+    skipped: dict[str, int]

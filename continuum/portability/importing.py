@@ -27,9 +27,7 @@ from __future__ import annotations
 import itertools
 import logging
 import re
-from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
 from typing import IO, Any, Protocol
 
 from sqlalchemy import select, text
@@ -39,6 +37,7 @@ from continuum.config import get_settings
 from continuum.contract.dispatch import send
 from continuum.contract.queues import EMBED_PENDING
 from continuum.conversations.writer import MessageRow, write
+from continuum.domain.records import ImportReport
 from continuum.domain.secrets import redact
 from continuum.memory.documents import locator
 from continuum.memory.writer import stored_digest
@@ -89,34 +88,9 @@ class ImportProgress(Protocol):
         """`records` more records were written (or found there already)."""
 
 
-@dataclass
-class ImportReport:
-    """What an import did, per record type: inserted, already there, or not written (a
-    forgotten user's rows, a private tenant's turns)."""
-
-    namespace: str
-    source: str
-    user: str | None
-    records: int
-    inserted: Counter[str] = field(default_factory=Counter)
-    existing: Counter[str] = field(default_factory=Counter)
-    skipped: Counter[str] = field(default_factory=Counter)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "namespace": self.namespace,
-            "source": self.source,
-            "user": self.user,
-            "records": self.records,
-            **{
-                name: {kind: counts[kind] for kind in RECORD_TYPES}
-                for name, counts in (
-                    ("inserted", self.inserted),
-                    ("existing", self.existing),
-                    ("skipped", self.skipped),
-                )
-            },
-        }
+def _per_type() -> dict[str, int]:
+    """A count per record type, in archive order (the report's counters start at 0)."""
+    return {kind: 0 for kind in RECORD_TYPES}
 
 
 def _lines(file: IO[bytes], progress: ImportProgress | None) -> Iterator[bytes]:
@@ -143,7 +117,15 @@ def import_archive(
         get_settings().check_namespace(target)
     except ValueError as exc:
         raise ArchiveRefused(str(exc)) from None
-    report = ImportReport(target, header.namespace, header.user, manifest.records)
+    report = ImportReport(
+        namespace=target,
+        source=header.namespace,
+        user=header.user,
+        records=manifest.records,
+        inserted=_per_type(),
+        existing=_per_type(),
+        skipped=_per_type(),
+    )
     if progress is not None:
         progress.started(manifest.records)
     file.seek(0)
@@ -157,7 +139,7 @@ def import_archive(
                 if progress is not None:
                     progress.imported(len(batch))
         db.add(MemoryLog(namespace=target, action="import", trigger="import",
-                         details=report.as_dict()))  # fmt: skip
+                         details=report.model_dump(mode="json")))  # fmt: skip
     if report.inserted["message"] or report.inserted["memory"]:
         try:
             send(EMBED_PENDING)

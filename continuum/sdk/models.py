@@ -15,6 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from continuum.domain.records import (
     CronReportRecord,
     Document,
+    ForgetReport,
+    ImportReport,
     MemoryRecord,
     SessionRecord,
     Turn,
@@ -28,7 +30,7 @@ class Model(BaseModel):
 
 
 # Shared with the server (continuum.domain.records).
-__all__ = ["CronReport", "Document", "Memory", "Session", "Turn"]
+__all__ = ["CronReport", "Document", "ForgetReport", "ImportReport", "Memory", "Session", "Turn"]
 
 
 class Page(Model, Generic[T]):
@@ -124,26 +126,6 @@ class ToolResult(Model):
 
     success: bool
     message: str | None = None
-
-
-class ForgetReport(Model):
-    namespace: str
-    user_id: str
-    keys_destroyed: int
-    stores: dict[str, dict[str, int]]
-    complete: bool
-
-
-class ImportReport(Model):
-    """What an import did, per record type (session, message, memory, task, cron_report)."""
-
-    namespace: str
-    source: str
-    user: str | None
-    records: int
-    inserted: dict[str, int]
-    existing: dict[str, int]
-    skipped: dict[str, int]
 
 
 class Preference(Model):
@@ -242,4 +224,6 @@ SCHEMAS: dict[type[BaseModel], str] = {
     Document: "Document",
     Conflict: "Conflict",
     Settled: "Settled",
+    ForgetReport: "ForgetReport",
+    ImportReport: "ImportReport",
 }

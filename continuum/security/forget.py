@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -26,6 +26,7 @@ from sqlalchemy import delete, func, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session as DbSession
 
+from continuum.domain.records import ForgetReport, StoreCounts
 from continuum.domain.text import one_line
 from continuum.ephemeral.erase import remove_user_state, user_state
 from continuum.maintenance.workspace import memory_md_path
@@ -50,31 +51,6 @@ from continuum.store.models import (
 )
 
 MIN_MENTION_CHARS = 12  # shorter texts are too common to say a line is about the user
-
-
-@dataclass
-class StoreReport:
-    """One store: what the forget found of the user, removed, and found again afterwards."""
-
-    found: int = 0
-    removed: int = 0
-    remaining: int = 0
-
-
-@dataclass
-class ForgetReport:
-    namespace: str
-    user_id: str
-    keys_destroyed: int
-    stores: dict[str, StoreReport]
-    finished_at: str
-
-    @property
-    def complete(self) -> bool:
-        return all(store.remaining == 0 for store in self.stores.values())
-
-    def as_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "complete": self.complete}
 
 
 def _tombstone(namespace: str, user_id: str) -> None:
@@ -266,21 +242,21 @@ def forget_user(namespace: str, user_id: str) -> ForgetReport:
             )
         )
     keys = _shred(namespace, user_id)
-    stores: dict[str, StoreReport] = {}
+    stores: dict[str, StoreCounts] = {}
     with session_scope() as db:
         lsn_tokens.wrote(db, [namespace])
         # vectors and preferences are columns and rows of the memories and messages deleted
         for store, (model, ids) in _Rows(db, namespace, user_id).scan().items():
-            stores[store] = StoreReport(found=len(ids), removed=len(ids))
+            stores[store] = StoreCounts(found=len(ids), removed=len(ids))
             if store not in ("vectors", "preferences") and ids:
                 # the tenant's partition; a dead letter may name no tenant (plain table)
                 scope = [] if model is DeadLetter else [model.namespace == namespace]
                 db.execute(delete(model).where(*scope, model.id.in_(ids)))
     redis_found = user_state(namespace, user_id, session_ids)
-    stores["redis"] = StoreReport(
+    stores["redis"] = StoreCounts(
         found=len(redis_found), removed=remove_user_state(namespace, redis_found)
     )
-    stores["workspace_files"] = StoreReport(
+    stores["workspace_files"] = StoreCounts(
         found=_scan_files(namespace, traces), removed=_rewrite_files(namespace, traces)
     )
     with session_scope() as db:  # the re-scan
@@ -288,11 +264,18 @@ def forget_user(namespace: str, user_id: str) -> ForgetReport:
             stores[store].remaining = len(ids)
     stores["redis"].remaining = len(user_state(namespace, user_id, session_ids))
     stores["workspace_files"].remaining = _scan_files(namespace, traces)
-    report = ForgetReport(namespace, user_id, keys, stores, datetime.now(UTC).isoformat())
+    report = ForgetReport(
+        namespace=namespace,
+        user_id=user_id,
+        keys_destroyed=keys,
+        stores=stores,
+        finished_at=datetime.now(UTC),
+        complete=all(store.remaining == 0 for store in stores.values()),
+    )
     with session_scope() as db:
         db.execute(
             update(ForgetTombstone)
             .where(ForgetTombstone.namespace == namespace, ForgetTombstone.user_id == user_id)
-            .values(finished_at=func.now(), report=report.as_dict())
+            .values(finished_at=func.now(), report=report.model_dump(mode="json"))
         )
     return report

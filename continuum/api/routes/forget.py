@@ -3,12 +3,11 @@ answer is the verification report (`continuum.security.forget`)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
 from continuum.api.auth import ScopeDep
+from continuum.domain.records import ForgetReport
 from continuum.security.forget import forget_user
 
 router = APIRouter(prefix="/v1", tags=["forget"])
@@ -19,8 +18,8 @@ class ForgetBody(BaseModel):
 
 
 @router.post("/forget")
-def forget(scope: ScopeDep, body: ForgetBody) -> dict[str, Any]:
-    """Destroy the user's data keys, delete their rows in every store and re-scan:
-    `{namespace, user_id, keys_destroyed, stores: {store: {found, removed, remaining}},
-    complete}`."""
-    return forget_user(scope.namespace, body.user_id).as_dict()
+def forget(scope: ScopeDep, body: ForgetBody) -> ForgetReport:
+    """Destroy the user's data keys, delete their rows in every store and re-scan: what
+    each store held of the user, what was removed, what the re-scan found (`complete` when
+    nothing)."""
+    return forget_user(scope.namespace, body.user_id)

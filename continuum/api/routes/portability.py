@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import tempfile
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query, Request, status
 from fastapi.concurrency import run_in_threadpool
@@ -12,6 +12,7 @@ from fastapi.responses import StreamingResponse
 
 from continuum.api.auth import ScopeDep
 from continuum.api.errors import detail, field_error
+from continuum.domain.records import ImportReport
 from continuum.portability.archive import ArchiveRefused
 from continuum.portability.exporting import Export, ExportRefused, check_exportable
 from continuum.portability.importing import import_archive
@@ -56,7 +57,7 @@ def export(
     name="import_archive",
     openapi_extra={"requestBody": {"required": True, **_ARCHIVE_BODY}},
 )
-async def import_(scope: ScopeDep, request: Request) -> dict[str, Any]:
+async def import_(scope: ScopeDep, request: Request) -> ImportReport:
     """Import an archive (the body, as `GET /v1/export` gave it) into the tenant: all of it
     or nothing (422 naming what is wrong with it); twice is once. Answers what was inserted,
     already there, or not written, per record type."""
@@ -71,4 +72,4 @@ async def import_(scope: ScopeDep, request: Request) -> dict[str, Any]:
                 status.HTTP_422_UNPROCESSABLE_CONTENT,
                 [detail(["body"], f"{exc}; nothing was imported", "archive_refused")],
             ) from None
-    return report.as_dict()
+    return report
