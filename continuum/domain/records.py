@@ -1,9 +1,9 @@
 """Records the HTTP API answers that its Python client reads as they are: a stored document
 (a JSON value under a path and key), a turn of a session whole, the rows the listings
-return (memories, cron reports, sessions), and the reports of forgetting a user and of an
-import. One definition serves the server (`continuum.memory.documents`,
-`continuum.recall.turns`, `continuum.api.schemas`, `continuum.security.forget`,
-`continuum.portability.importing`) and the client (`continuum.sdk.models`), so they cannot
+return (memories, cron reports, sessions), the context block with its items, and the
+reports of forgetting a user and of an import. One definition serves the server (`continuum.memory.documents`,
+`continuum.recall.turns`, `continuum.api.schemas`, `continuum.api.routes.context`,
+`continuum.security.forget`, `continuum.portability.importing`) and the client (`continuum.sdk.models`), so they cannot
 drift apart; newer fields a server adds are kept by an older client (`extra="allow"`)."""
 
 from __future__ import annotations
@@ -104,6 +104,45 @@ class SessionRecord(Record):
     status: str
     message_count: int
     details: dict[str, Any]
+
+
+class ContextBlockItem(Record):
+    """One line of a context block: what it is (`ref`: memory:<id>,
+    message:<session>/<message id>, task:<id> or handoff), its section, its text, its score
+    and the parts of it, its tokens, and why it was chosen."""
+
+    ref: str
+    kind: str
+    section: str
+    text: str
+    score: float
+    tokens: int
+    why: str
+    parts: dict[str, float] = Field(default_factory=dict)
+    memory_id: int | None = None
+    source_message_ids: list[str] = Field(default_factory=list)
+    created_at: datetime | None = None
+
+
+class ContextBlockExcluded(Record):
+    """A candidate left out of the block, and why (answered with `explain`)."""
+
+    ref: str
+    kind: str
+    reason: str
+    score: float | None = None
+
+
+class ContextBlock(Record):
+    """The context block for a system prompt, and what went into it."""
+
+    block: str
+    items: list[ContextBlockItem]
+    excluded: list[ContextBlockExcluded] = Field(default_factory=list)
+    tokens_used: int
+    query_id: str
+    topic: str
+    memory_ids: list[int] = Field(default_factory=list)
 
 
 class StoreCounts(Record):

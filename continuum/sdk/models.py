@@ -13,6 +13,8 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from continuum.domain.records import (
+    ContextBlock,
+    ContextBlockItem,
     CronReportRecord,
     Document,
     ForgetReport,
@@ -30,7 +32,17 @@ class Model(BaseModel):
 
 
 # Shared with the server (continuum.domain.records).
-__all__ = ["CronReport", "Document", "ForgetReport", "ImportReport", "Memory", "Session", "Turn"]
+__all__ = [
+    "ContextBlock",
+    "ContextItem",
+    "CronReport",
+    "Document",
+    "ForgetReport",
+    "ImportReport",
+    "Memory",
+    "Session",
+    "Turn",
+]
 
 
 class Page(Model, Generic[T]):
@@ -84,31 +96,7 @@ class SearchHit(Model):
     focus: str | None = None
 
 
-class ContextItem(Model):
-    ref: str
-    kind: str
-    section: str
-    text: str
-    score: float
-    tokens: int
-    why: str
-    parts: dict[str, float] = Field(default_factory=dict)
-    memory_id: int | None = None
-    source_message_ids: list[str] = Field(default_factory=list)
-    created_at: datetime | None = None
-
-
-class ContextBlock(Model):
-    """The context block for a system prompt, and what went into it."""
-
-    block: str
-    items: list[ContextItem]
-    excluded: list[dict[str, Any]] = Field(default_factory=list)
-    tokens_used: int
-    query_id: str
-    topic: str
-    memory_ids: list[int] = Field(default_factory=list)
-
+ContextItem = ContextBlockItem
 
 CronReport = CronReportRecord
 
@@ -224,6 +212,7 @@ SCHEMAS: dict[type[BaseModel], str] = {
     Document: "Document",
     Conflict: "Conflict",
     Settled: "Settled",
+    ContextBlock: "ContextBlock",
     ForgetReport: "ForgetReport",
     ImportReport: "ImportReport",
 }

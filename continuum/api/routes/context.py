@@ -8,12 +8,13 @@ from fastapi import APIRouter, Query
 
 from continuum.api.auth import ScopeDep
 from continuum.api.params import TimeZoneDep
+from continuum.domain.records import ContextBlock
 from continuum.recall.context import context
 
 router = APIRouter(prefix="/v1", tags=["recall"])
 
 
-@router.get("/context")
+@router.get("/context", response_model=ContextBlock)
 def get_context(
     scope: ScopeDep,
     tz: TimeZoneDep,
