@@ -39,7 +39,7 @@ Resend = Callable[[list[Any]], Any]
 BROKER_STATE = "continuum:broker"  # hash: run_id last seen, restarted_at of a pending recovery
 SCAN_CHUNK = 500
 # The taken check: the worker running a round holds the claim for the interval; the last
-# round's time, age bound and the batches it found absent live in TAKEN_ROUND for 3 intervals.
+# round's age bound and the batches it found absent live in TAKEN_ROUND for 3 intervals.
 TAKEN_CLAIM = "continuum:broker:taken-claim"
 TAKEN_ROUND = "continuum:broker:taken-round"
 # Queued messages past which a round is skipped rather than read (a backlog: a batch lost
@@ -204,7 +204,10 @@ def check_taken(
     if not client.set(TAKEN_CLAIM, now, nx=True, px=max(1, int(every_s * 1000))):
         return None
     result = SweepResult()
-    if sum(client.llen(key) for key in queue_keys(queue)) > TAKEN_SCAN_LIMIT:
+    pipe = client.pipeline(transaction=False)
+    for key in queue_keys(queue):
+        pipe.llen(key)
+    if sum(pipe.execute()) > TAKEN_SCAN_LIMIT:
         client.delete(TAKEN_ROUND)
         result.skipped_busy = True
         return result
