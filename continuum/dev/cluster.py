@@ -415,11 +415,14 @@ class Cluster:
         self, host: str, argv: list[str], name: str, **settings: Any
     ) -> subprocess.Popen[bytes]:
         """Run `argv` on `host` (its own network and host name) with the cluster's settings;
-        its output in `<directory>/logs/<host>.<name>.log`."""
+        its output in `<directory>/logs/<host>.<name>.log`, its temporary files in
+        `<directory>/home/<host>/tmp` (removed with the cluster: a worker killed on purpose
+        leaves its pool's shared-memory directory behind)."""
         on = self.hosts[host]
-        (self.directory / "home" / host).mkdir(parents=True, exist_ok=True)
+        home = self.directory / "home" / host
+        (home / "tmp").mkdir(parents=True, exist_ok=True)
         hostname = ["unshare", "--uts", "--", "sh", "-c", 'hostname "$0" && exec "$@"', host]
-        env = {**child_env(), "CONTINUUM_HOME": str(self.directory / "home" / host),
+        env = {**child_env(), "CONTINUUM_HOME": str(home), "TMPDIR": str(home / "tmp"),
                **self.env(**settings)}  # fmt: skip
         proc = spawn([*on.launcher(), *hostname, *argv], self.log(host, name), env)
         self._procs[f"{host}.{name}"] = proc

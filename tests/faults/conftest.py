@@ -12,7 +12,7 @@ import pytest
 
 from continuum.contract.queues import ALL_QUEUES, EMBED
 from continuum.dev import embedding_writes
-from continuum.processes import group_argv, spawn, stop
+from continuum.processes import child_env, group_argv, spawn, stop
 from tests.support.worker_processes import FAULT_QUEUE
 
 
@@ -55,11 +55,14 @@ def embeddings(request: pytest.FixtureRequest, servers: Any, settings_env: Any) 
 
 @pytest.fixture
 def spawned(tmp_path: Path) -> Iterator[Callable[[list[str], str], subprocess.Popen[bytes]]]:
-    """Spawn worker processes (log in `tmp_path`); all are stopped after the test."""
+    """Spawn worker processes (log in `tmp_path`); all are stopped after the test. Their
+    temporary files go to `tmp_path` too: a prefork worker's shared-memory arena (billiard's
+    `pymp-*` directory) outlives a worker SIGKILLed on purpose."""
     started: list[subprocess.Popen[bytes]] = []
 
     def run(argv: list[str], name: str) -> subprocess.Popen[bytes]:
-        proc = spawn(argv, tmp_path / f"{name}.log")
+        env = {**child_env(), "TMPDIR": str(tmp_path)}
+        proc = spawn(argv, tmp_path / f"{name}.log", env)
         started.append(proc)
         return proc
 
