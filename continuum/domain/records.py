@@ -1,15 +1,15 @@
 """Records the HTTP API answers that its Python client reads as they are: a stored document
 (a JSON value under a path and key), a turn of a session whole, the rows the listings
-return (memories, cron reports, sessions), the context block with its items, and the
-reports of forgetting a user and of an import. One definition serves the server (`continuum.memory.documents`,
-`continuum.recall.turns`, `continuum.api.schemas`, `continuum.api.routes.context`,
+return (memories, cron reports, sessions), the context block with its items, the memory
+tools' answers, and the reports of forgetting a user and of an import. One definition serves the server (`continuum.memory.documents`,
+`continuum.recall.turns`, `continuum.api.schemas`, `continuum.api.routes`,
 `continuum.security.forget`, `continuum.portability.importing`) and the client (`continuum.sdk.models`), so they cannot
 drift apart; newer fields a server adds are kept by an older client (`extra="allow"`)."""
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -143,6 +143,46 @@ class ContextBlock(Record):
     query_id: str
     topic: str
     memory_ids: list[int] = Field(default_factory=list)
+
+
+class ToolResult(Record):
+    """A memory tool's answer (`continuum.memory.tool_calls`; the wire names are the tools'
+    own, camelCase): whether it did what was asked, and a note for the model if any."""
+
+    success: bool
+    message: str | None = None
+
+
+class Reminder(Record):
+    """The reminder a follow-up with a time suggests: its time phrase and its text."""
+
+    when: str
+    text: str
+
+
+class StoredMemory(ToolResult):
+    """`store_memory`'s answer: the memory's id; asked to, whether a reminder fits (only a
+    follow-up with a time phrase), and the reminder."""
+
+    memoryId: int
+    suggestReminder: bool | None = None
+    reminder: Reminder | None = None
+
+
+class MemoryVersion(ToolResult):
+    """`update_memory`'s answer, and an edit's: the new version's id, the one it superseded
+    and its version number (`action`: created when no memory had the key)."""
+
+    memoryId: int
+    action: Literal["created", "updated"] | None = None
+    previousMemoryId: int | None = None
+    version: int | None = None
+
+
+class TargetedMemories(ToolResult):
+    """`forget_memory`'s and `mark_private`'s answer: the memories it changed."""
+
+    memoryIds: list[int]
 
 
 class StoreCounts(Record):

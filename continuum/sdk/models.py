@@ -20,7 +20,12 @@ from continuum.domain.records import (
     ForgetReport,
     ImportReport,
     MemoryRecord,
+    MemoryVersion,
+    Reminder,
     SessionRecord,
+    StoredMemory,
+    TargetedMemories,
+    ToolResult,
     Turn,
 )
 
@@ -40,7 +45,12 @@ __all__ = [
     "ForgetReport",
     "ImportReport",
     "Memory",
+    "MemoryVersion",
+    "Reminder",
     "Session",
+    "StoredMemory",
+    "TargetedMemories",
+    "ToolResult",
     "Turn",
 ]
 
@@ -107,13 +117,6 @@ class MemoryKind(Model):
     kind: str
     description: str
     storable: bool
-
-
-class ToolResult(Model):
-    """A memory tool's answer: `{success, memoryId, ...}` (see docs/lifecycle.md)."""
-
-    success: bool
-    message: str | None = None
 
 
 class Preference(Model):
@@ -215,4 +218,7 @@ SCHEMAS: dict[type[BaseModel], str] = {
     ContextBlock: "ContextBlock",
     ForgetReport: "ForgetReport",
     ImportReport: "ImportReport",
+    StoredMemory: "StoredMemory",
+    MemoryVersion: "MemoryVersion",
+    TargetedMemories: "TargetedMemories",
 }

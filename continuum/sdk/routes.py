@@ -29,15 +29,17 @@ from continuum.sdk.models import (
     Me,
     Memory,
     MemoryKind,
+    MemoryVersion,
     Message,
     Page,
     Preference,
     SearchHit,
     Session,
     Settled,
+    StoredMemory,
     SyncProblem,
+    TargetedMemories,
     Task,
-    ToolResult,
     Turn,
 )
 
@@ -225,11 +227,11 @@ def store_memory(
     session_id: str | None = None,
     channel: str | None = None,
     provenance: Provenance = "system",
-) -> Call[ToolResult]:
+) -> Call[StoredMemory]:
     """Remember something under a key: `{success, memoryId, ...}`."""
     body = {"memory_type": memory_type, "key": key, "value": value, "confidence": confidence,
             "suggest_reminder": suggest_reminder}  # fmt: skip
-    return Call("POST", "/v1/memories/store", parse(ToolResult),
+    return Call("POST", "/v1/memories/store", parse(StoredMemory),
                 _writer(user_id, session_id, channel, provenance), _set(body))  # fmt: skip
 
 
@@ -244,11 +246,11 @@ def update_memory(
     session_id: str | None = None,
     channel: str | None = None,
     provenance: Provenance = "system",
-) -> Call[ToolResult]:
+) -> Call[MemoryVersion]:
     """A new version under a key (created when unknown): `action: created|updated`."""
     body = {"existing_key": existing_key, "new_value": new_value, "memory_type": memory_type,
             "confidence": confidence}  # fmt: skip
-    return Call("POST", "/v1/memories/update", parse(ToolResult),
+    return Call("POST", "/v1/memories/update", parse(MemoryVersion),
                 _writer(user_id, session_id, channel, provenance), _set(body))  # fmt: skip
 
 
@@ -261,9 +263,9 @@ def forget_memory(
     session_id: str | None = None,
     channel: str | None = None,
     provenance: Provenance = "system",
-) -> Call[ToolResult]:
+) -> Call[TargetedMemories]:
     """Forget every version under `key`, or one `memory_id` (`NotFound` when none)."""
-    return Call("POST", "/v1/memories/forget", parse(ToolResult),
+    return Call("POST", "/v1/memories/forget", parse(TargetedMemories),
                 _writer(user_id, session_id, channel, provenance),
                 _set({"key": key, "memory_id": memory_id}))  # fmt: skip
 
@@ -278,9 +280,9 @@ def mark_private(
     session_id: str | None = None,
     channel: str | None = None,
     provenance: Provenance = "system",
-) -> Call[ToolResult]:
+) -> Call[TargetedMemories]:
     """Mark memories private (`private=False` undoes it)."""
-    return Call("POST", "/v1/memories/mark-private", parse(ToolResult),
+    return Call("POST", "/v1/memories/mark-private", parse(TargetedMemories),
                 _writer(user_id, session_id, channel, provenance),
                 _set({"key": key, "memory_id": memory_id, "private": private}))  # fmt: skip
 
@@ -294,10 +296,10 @@ def edit_memory(
     session_id: str | None = None,
     channel: str | None = None,
     provenance: Provenance = "system",
-) -> Call[ToolResult]:
+) -> Call[MemoryVersion]:
     """A new version of one active memory saying `content` supersedes it:
     `{success, memoryId, previousMemoryId, version}`."""
-    return Call("PATCH", f"/v1/memories/{memory_id}", parse(ToolResult),
+    return Call("PATCH", f"/v1/memories/{memory_id}", parse(MemoryVersion),
                 _writer(user_id, session_id, channel, provenance), {"content": content})  # fmt: skip
 
 

@@ -119,19 +119,17 @@ def test_reads_and_writes_every_area(client: Client, worker: Any) -> None:
     assert "Postgres" in client.context("event store", user_id="jason").block
 
     stored = client.store_memory("preference", "favorite_tea", "Earl Grey", user_id="jason")
-    assert stored.success and stored.model_extra and stored.model_extra["memoryId"]
+    assert stored.success and stored.memoryId and stored.reminder is None
     updated = client.update_memory("favorite_tea", "Assam", user_id="jason")
-    assert updated.model_extra and updated.model_extra["action"] == "updated"
+    assert (updated.action, updated.previousMemoryId) == ("updated", stored.memoryId)
     assert [m.content for m in client.memories(kind="preference", user_id="jason")] == [
         "Favorite tea: Assam"
     ]
-    latest = updated.model_extra["memoryId"]
-    edited = client.edit_memory(latest, "Favorite tea: Darjeeling", user_id="jason")
-    assert (
-        edited.success and edited.model_extra and edited.model_extra["previousMemoryId"] == latest
-    )
+    edited = client.edit_memory(updated.memoryId, "Favorite tea: Darjeeling", user_id="jason")
+    assert edited.success and edited.previousMemoryId == updated.memoryId
     assert list(client.conflicts()) == [] and "tenant" in client.status()
-    assert client.mark_private("favorite_tea", user_id="jason").success
+    versions = [stored.memoryId, updated.memoryId, edited.memoryId]  # every version of the key
+    assert client.mark_private("favorite_tea", user_id="jason").memoryIds == versions
     assert client.forget_memory("favorite_tea", user_id="jason").success
     with pytest.raises(NotFound):
         client.forget_memory("favorite_tea", user_id="jason")

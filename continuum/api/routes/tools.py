@@ -2,7 +2,8 @@
 memory by id (`PATCH /v1/memories/{id}`, Mission Control's edit).
 
 Each body is the tool's own argument model (`continuum.memory.tool_schemas`), so a missing or wrong field
-is a 422 naming it; the answer is the tool's result (`{success, memoryId, ...}`).
+is a 422 naming it; the answer is the tool's result (`{success, memoryId, ...}`), typed in
+the spec by `continuum.domain.records` (fields the tool did not set are left out).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from continuum.api.auth import ScopeDep
 from continuum.api.errors import field_error
 from continuum.domain.memory import MAX_DIGEST_CHARS
+from continuum.domain.records import MemoryVersion, StoredMemory, TargetedMemories
 from continuum.memory.tool_calls import MemoryTools
 from continuum.memory.tool_schemas import (
     ForgetMemoryArgs,
@@ -58,25 +60,25 @@ def _run(tools: MemoryTools, tool: str, args: Any) -> dict[str, Any]:
     return result
 
 
-@router.post("/store")
+@router.post("/store", response_model=StoredMemory, response_model_exclude_none=True)
 def store_memory(tools: ToolsDep, args: StoreMemoryArgs) -> dict[str, Any]:
     """Remember something: `{success, memoryId, suggestReminder?, message?}`."""
     return _run(tools, "store_memory", args)
 
 
-@router.post("/update")
+@router.post("/update", response_model=MemoryVersion, response_model_exclude_none=True)
 def update_memory(tools: ToolsDep, args: UpdateMemoryArgs) -> dict[str, Any]:
     """New version under a key (any case), or a new memory: `action: created|updated`."""
     return _run(tools, "update_memory", args)
 
 
-@router.post("/forget")
+@router.post("/forget", response_model=TargetedMemories, response_model_exclude_none=True)
 def forget_memory(tools: ToolsDep, args: ForgetMemoryArgs) -> dict[str, Any]:
     """Soft delete (hidden at once, purged by maintenance); 404 when nothing matches."""
     return _run(tools, "forget_memory", args)
 
 
-@router.post("/mark-private")
+@router.post("/mark-private", response_model=TargetedMemories, response_model_exclude_none=True)
 def mark_private(tools: ToolsDep, args: MarkPrivateArgs) -> dict[str, Any]:
     """Never shown in group or non-main contexts (`private: false` undoes it)."""
     return _run(tools, "mark_private", args)
@@ -89,7 +91,7 @@ class MemoryEdit(BaseModel):
     content: str = Field(min_length=1, max_length=MAX_DIGEST_CHARS)
 
 
-@router.patch("/{memory_id}")
+@router.patch("/{memory_id}", response_model=MemoryVersion, response_model_exclude_none=True)
 def edit_memory(tools: ToolsDep, memory_id: int, edit: MemoryEdit) -> dict[str, Any]:
     """A new version of one active memory saying `content` supersedes it (same kind, key,
     owner, tags, privacy and source turns): `{success, memoryId, previousMemoryId,
