@@ -4,11 +4,16 @@ duplicated), so a batch an earlier scenario left late in the broker never skews 
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from sqlalchemy import text
 
+from continuum.contract import ledger
 from continuum.contract.client import MemoryClient
+from continuum.contract.queues import EVENTS
+from continuum.redis_client import get_broker_redis
+from continuum.store.broker import UNACKED_KEY, queue_keys
 from continuum.store.engine import session_scope
 from tests.support.events import turn
 from tests.support.wait import wait_for
@@ -66,10 +71,36 @@ def emit_batches(client: MemoryClient, events: list[dict[str, Any]], size: int) 
         client.emit_many(events[start : start + size])
 
 
+def whereabouts(events: list[dict[str, Any]]) -> str:
+    """Where the events not stored yet are, by the ledger batches that hold them: queued,
+    held by a worker (kombu's unacked hash), or neither (taken off the queue and lost)."""
+    with session_scope() as db:
+        done = set(db.scalars(
+            text("SELECT CAST(event_id AS text) FROM processed_events WHERE namespace = 'pearl'"
+                 " AND event_id = ANY(CAST(:events AS uuid[]))"), rows_of(events),
+        ))  # fmt: skip
+    missing = {event["event_id"] for event in events} - done
+    broker = get_broker_redis()
+    batches = {
+        batch_id
+        for batch_id, raw in broker.hscan_iter(ledger.ENTRIES)
+        if missing & {payload.get("event_id") for payload in json.loads(raw)}
+    }
+    queued = {json.loads(raw)["headers"]["id"]
+              for key in queue_keys(EVENTS) for raw in broker.lrange(key, 0, -1)}  # fmt: skip
+    held = {json.loads(raw)[0]["headers"]["id"] for raw in broker.hvals(UNACKED_KEY)}
+    return (f"{len(missing)} event(s) not stored, in {len(batches)} ledger batch(es): "
+            f"{len(batches & queued)} queued, {len(batches & held)} held by a worker, "
+            f"{len(batches - queued - held)} neither (taken off the queue and lost)")  # fmt: skip
+
+
 def assert_exactly_once(events: list[dict[str, Any]]) -> dict[str, int]:
     """Each of these distinct events stored once, with its one decision memory."""
     sent = len({event["event_id"] for event in events})
-    wait_for(lambda: figures(events)["processed"] >= sent, timeout=120, interval=0.25)
+    try:
+        wait_for(lambda: figures(events)["processed"] >= sent, timeout=120, interval=0.25)
+    except AssertionError:
+        raise AssertionError(f"not stored within 120 s: {whereabouts(events)}") from None
     found = figures(events)
     print(f"\nsent={sent} {found}")
     assert found["processed"] == sent
