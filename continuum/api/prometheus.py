@@ -54,6 +54,8 @@ COUNTER_HELP = {
     metrics.LLM_BUDGET_SKIPS: "LLM calls not made: the tenant's daily token budget was spent.",
     metrics.DEAD_LETTERS: "Messages moved to the dead-letter store.",
     metrics.SECRETS_REDACTED: "Secrets replaced by [redacted:<type>] in stored messages and memories.",
+    metrics.EVENTS_REDELIVERED: "Accepted events published again from the in-flight ledger: lost "
+    "between the broker and a worker (a broker restart, a worker lost in kombu's BRPOP window).",
 }
 OBSERVATION_HELP = {
     metrics.SUMMARIZATION_SECONDS: "Seconds a session end took to summarize and extract.",

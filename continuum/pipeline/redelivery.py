@@ -31,6 +31,7 @@ from sqlalchemy import select, tuple_
 from continuum.contract import ledger
 from continuum.contract.queues import EVENTS
 from continuum.redis_client import SyncRedis
+from continuum.store import metrics
 from continuum.store.broker import UNACKED_KEY, queue_keys
 from continuum.store.engine import session_scope
 from continuum.store.models import DeadLetter, ProcessedEvent
@@ -103,6 +104,7 @@ def _redeliver(client: SyncRedis, batch_id: str, resend: Resend, result: SweepRe
     if missing:
         resend(missing)
         result.resent_events += len(missing)
+        metrics.incr(metrics.EVENTS_REDELIVERED, len(missing))
     ledger.settle(client, batch_id)
     result.settled += 1
 

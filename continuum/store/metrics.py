@@ -31,6 +31,7 @@ LLM_COMPLETION_TOKENS = "llm_completion_tokens"
 LLM_BUDGET_SKIPS = "llm_budget_skips"
 DEAD_LETTERS = "dead_letters"
 SECRETS_REDACTED = "secrets_redacted"  # in messages and memories, as they are stored
+EVENTS_REDELIVERED = "events_redelivered"  # published again from the in-flight ledger
 # Observations: `<name>_count` and `<name>_sum` each.
 SUMMARIZATION_SECONDS = "summarization_seconds"  # a session end's summary and extraction
 SESSION_MEMORIES = "session_memories"  # memories of a session when it is finished

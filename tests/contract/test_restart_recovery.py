@@ -20,6 +20,7 @@ from continuum.contract.client import MemoryClient
 from continuum.contract.queues import EVENTS, INGEST_EVENTS
 from continuum.pipeline import redelivery
 from continuum.redis_client import SyncRedis, get_broker_redis, get_redis
+from continuum.store import metrics
 from continuum.store.broker import UNACKED_KEY
 from tests.support.events import turn
 from tests.support.wait import wait_for
@@ -148,6 +149,7 @@ def test_a_batch_taken_and_never_held_is_resent_once_two_rounds_found_it(
     take(client)  # a live worker's BRPOP takes the queued one just before the second round
     second = taken_round(client, sent)
     assert (second.settled, second.resent_events) == (1, 1)
+    assert metrics.count(metrics.EVENTS_REDELIVERED) == 1
     assert ids(sent) == [lost] and client.hget(ledger.ENTRIES, lost_id) is None
     assert ledger.pending(client) == 4 and client.hget(ledger.ENTRIES, late_id)
     assert client.hget(ledger.ENTRIES, queued_id)
