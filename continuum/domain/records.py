@@ -1,8 +1,9 @@
 """Records the HTTP API answers that its Python client reads as they are: a stored document
 (a JSON value under a path and key), a turn of a session whole, the rows the listings
-return (memories, cron reports, sessions), the context block with its items, the memory
-tools' answers, and the reports of forgetting a user and of an import. One definition serves the server (`continuum.memory.documents`,
+return (memories, cron reports, sessions, sync problems), the context block with its items,
+the memory tools' answers, and the reports of forgetting a user and of an import. One definition serves the server (`continuum.memory.documents`,
 `continuum.recall.turns`, `continuum.api.schemas`, `continuum.api.routes`,
+`continuum.sync.problems`,
 `continuum.security.forget`, `continuum.portability.importing`) and the client (`continuum.sdk.models`), so they cannot
 drift apart; newer fields a server adds are kept by an older client (`extra="allow"`)."""
 
@@ -104,6 +105,25 @@ class SessionRecord(Record):
     status: str
     message_count: int
     details: dict[str, Any]
+
+
+class SyncProblemRecord(Record):
+    """A problem transcript sync found in a source (`resolved_at`: when it went away)."""
+
+    id: int
+    namespace: str
+    source_path: str
+    location: str
+    kind: str
+    detail: str
+    line_no: int | None
+    byte_offset: int | None
+    session_id: str | None
+    seq: int | None
+    run_id: str
+    first_seen_at: datetime
+    last_seen_at: datetime
+    resolved_at: datetime | None
 
 
 class ContextBlockItem(Record):

@@ -24,6 +24,7 @@ from continuum.domain.records import (
     Reminder,
     SessionRecord,
     StoredMemory,
+    SyncProblemRecord,
     TargetedMemories,
     ToolResult,
     Turn,
@@ -49,6 +50,7 @@ __all__ = [
     "Reminder",
     "Session",
     "StoredMemory",
+    "SyncProblem",
     "TargetedMemories",
     "ToolResult",
     "Turn",
@@ -157,21 +159,7 @@ class ActiveSession(Model):
     topic: str | None
 
 
-class SyncProblem(Model):
-    id: int
-    namespace: str
-    source_path: str
-    location: str
-    kind: str
-    detail: str
-    line_no: int | None
-    byte_offset: int | None
-    session_id: str | None
-    seq: int | None
-    run_id: str
-    first_seen_at: datetime
-    last_seen_at: datetime
-    resolved_at: datetime | None
+SyncProblem = SyncProblemRecord
 
 
 class Conflict(Model):

@@ -20,13 +20,14 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import cast
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 from sqlalchemy import Table, func, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.sql.elements import ColumnElement
 
 from continuum.config import get_settings
+from continuum.domain.records import SyncProblemRecord
 from continuum.domain.storable import clean_text
 from continuum.store.models import SyncProblem
 
@@ -129,25 +130,10 @@ def resolve(
     db.execute(update(table).where(*where).values(resolved_at=func.now()))
 
 
-class Problem(BaseModel):
-    """A stored problem, as the CLI and the API show it."""
+class Problem(SyncProblemRecord):
+    """A stored problem, as the CLI and the API show it (read from its row)."""
 
-    model_config = ConfigDict(from_attributes=True)
-
-    id: int
-    namespace: str
-    source_path: str
-    location: str
-    kind: str
-    detail: str
-    line_no: int | None
-    byte_offset: int | None
-    session_id: str | None
-    seq: int | None
-    run_id: str
-    first_seen_at: datetime
-    last_seen_at: datetime
-    resolved_at: datetime | None
+    model_config = ConfigDict(from_attributes=True, extra="ignore")
 
 
 def listing(
