@@ -45,7 +45,7 @@ def preferences(
 
     found = get_preferences(namespace, user_id, category)
     if as_json:
-        print_json([p.as_dict() for p in found])
+        print_json([p.model_dump(mode="json") for p in found])
         return
     table = Table("category", "key", "value", "confidence", "last confirmed", "from")
     for p in found:
@@ -206,7 +206,7 @@ def conflicts(
     with session_scope() as db:
         found = open_conflicts(db, namespace, user_id)
     if as_json:
-        print_json([asdict(c) for c in found])
+        print_json([c.model_dump(mode="json") for c in found])
         return
     table = Table("quarantined", "says", "from", "contradicts", "which says", "from")
     for c in found:

@@ -1,9 +1,10 @@
 """Records the HTTP API answers that its Python client reads as they are: a stored document
 (a JSON value under a path and key), a turn of a session whole, the rows the listings
 return (memories, cron reports, sessions, sync problems), the context block with its items,
-the memory tools' answers, and the reports of forgetting a user and of an import. One definition serves the server (`continuum.memory.documents`,
+a user's preferences, the conflicts waiting for review and how one was settled, the memory
+tools' answers, and the reports of forgetting a user and of an import. One definition serves the server (`continuum.memory.documents`,
 `continuum.recall.turns`, `continuum.api.schemas`, `continuum.api.routes`,
-`continuum.sync.problems`,
+`continuum.sync.problems`, `continuum.memory.preferences`, `continuum.memory.claims`,
 `continuum.security.forget`, `continuum.portability.importing`) and the client (`continuum.sdk.models`), so they cannot
 drift apart; newer fields a server adds are kept by an older client (`extra="allow"`)."""
 
@@ -124,6 +125,46 @@ class SyncProblemRecord(Record):
     first_seen_at: datetime
     last_seen_at: datetime
     resolved_at: datetime | None
+
+
+class Preference(Record):
+    """A user's preference: its category, key and value, how sure, where it was learned
+    (provenance, channel, session, source turns) and when last confirmed."""
+
+    memory_id: int
+    user_id: str | None
+    category: str
+    key: str
+    value: str
+    content: str
+    confidence: float
+    learned_from: dict[str, Any]
+    last_confirmed: datetime
+    private: bool
+
+
+class Conflict(Record):
+    """A quarantined memory and the active one it contradicts."""
+
+    namespace: str
+    quarantined_id: int
+    quarantined: str
+    quarantined_provenance: str
+    active_id: int | None
+    active: str | None
+    active_provenance: str | None
+    subject: str | None
+    predicate: str | None
+    created_at: datetime
+
+
+class Settled(Record):
+    """How a person settled a conflict: the memory kept, and those it superseded (`kept`
+    None: the quarantined memory had no record of what it contradicted)."""
+
+    namespace: str
+    kept: int | None
+    superseded: list[int]
 
 
 class ContextBlockItem(Record):

@@ -29,6 +29,7 @@ from typing import Any, Literal
 from sqlalchemy import insert, text
 from sqlalchemy.orm import Session as DbSession
 
+from continuum.domain.records import Conflict, Settled
 from continuum.domain.text import normalize_for_key
 from continuum.sealing.envelope import read_optional, read_text
 from continuum.store import lsn_tokens, metrics
@@ -362,22 +363,6 @@ def _settle(db: DbSession, verdict: Verdict, new: _InForce, old: _InForce) -> No
         held.status = "quarantined"
 
 
-@dataclass(frozen=True)
-class Conflict:
-    """A quarantined memory and the active one it contradicts."""
-
-    namespace: str
-    quarantined_id: int
-    quarantined: str
-    quarantined_provenance: str
-    active_id: int | None
-    active: str | None
-    active_provenance: str | None
-    subject: str | None
-    predicate: str | None
-    created_at: datetime
-
-
 def conflicts(
     db: DbSession,
     namespace: str | Sequence[str],
@@ -418,15 +403,6 @@ def conflicts(
     ]
 
 
-@dataclass(frozen=True)
-class Settled:
-    """How a person settled a conflict: the memory kept, and those it superseded."""
-
-    namespace: str
-    kept: int | None  # None: the quarantined memory had no record of what it contradicted
-    superseded: list[int]
-
-
 def settle(
     db: DbSession, namespaces: Sequence[str], quarantined_id: int, keep_quarantined: bool
 ) -> Settled | None:
@@ -455,7 +431,7 @@ def settle(
         )
         _log(db, row.namespace, "settle", row.id, {"kept": row.other}, "review")
         metrics.incr_on_commit(db, metrics.MEMORIES_SUPERSEDED)
-        return Settled(row.namespace, row.other, [row.id])
+        return Settled(namespace=row.namespace, kept=row.other, superseded=[row.id])
     lock_claims(db, [claim_lock_key(row.namespace, row.user_id, row.claim_subject,
                                     row.claim_predicate)])  # fmt: skip
     # What it overrides is what it competes with, as when a claim is written (`decide`): not
@@ -471,4 +447,4 @@ def settle(
     )
     superseded = [old for old in in_force if supersede(db, row.namespace, old, row.id, "review")]
     _log(db, row.namespace, "settle", row.id, {"kept": row.id, "superseded": superseded}, "review")
-    return Settled(row.namespace, row.id, superseded)
+    return Settled(namespace=row.namespace, kept=row.id, superseded=superseded)

@@ -8,12 +8,12 @@ follows from its key (`rule_*`, `favorite_*`, settings such as `volume_level`...
 from __future__ import annotations
 
 import uuid
-from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import func, or_, select
 
+from continuum.domain.records import Preference
 from continuum.domain.text import snake
 from continuum.memory.writer import WriteScope, explicit_candidate, store_memories
 from continuum.store.engine import session_scope
@@ -39,42 +39,25 @@ def category_of(key: str | None, details: dict[str, Any]) -> str:
     return next((cat for prefix, cat in _PREFIX_CATEGORIES if key.startswith(prefix)), "general")
 
 
-@dataclass(frozen=True)
-class Preference:
-    memory_id: int
-    user_id: str | None
-    category: str
-    key: str
-    value: str
-    content: str
-    confidence: float
-    learned_from: dict[str, Any]
-    last_confirmed: datetime
-    private: bool
-
-    @classmethod
-    def of(cls, memory: Memory) -> Preference:
-        confirmed = memory.details.get("last_confirmed")
-        return cls(
-            memory_id=memory.id,
-            user_id=memory.user_id,
-            category=category_of(memory.key, memory.details),
-            key=memory.key or "",
-            value=memory.claim_value or memory.content,
-            content=memory.content,
-            confidence=memory.confidence,
-            learned_from={
-                "provenance": memory.provenance,
-                "channel": memory.channel,
-                "session_id": memory.session_id,
-                "source_message_ids": list(memory.source_message_ids),
-            },
-            last_confirmed=datetime.fromisoformat(confirmed) if confirmed else memory.created_at,
-            private=memory.private,
-        )
-
-    def as_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "last_confirmed": self.last_confirmed.isoformat()}
+def _preference(memory: Memory) -> Preference:
+    confirmed = memory.details.get("last_confirmed")
+    return Preference(
+        memory_id=memory.id,
+        user_id=memory.user_id,
+        category=category_of(memory.key, memory.details),
+        key=memory.key or "",
+        value=memory.claim_value or memory.content,
+        content=memory.content,
+        confidence=memory.confidence,
+        learned_from={
+            "provenance": memory.provenance,
+            "channel": memory.channel,
+            "session_id": memory.session_id,
+            "source_message_ids": list(memory.source_message_ids),
+        },
+        last_confirmed=datetime.fromisoformat(confirmed) if confirmed else memory.created_at,
+        private=memory.private,
+    )
 
 
 def _query(namespace: str, user_id: str | None, include_private: bool) -> Any:
@@ -100,7 +83,7 @@ def get_preferences(
 ) -> list[Preference]:
     """Every active preference (newest per key), optionally of one category, sorted by key."""
     with read_scope(namespace) as db:
-        found = [Preference.of(m) for m in db.scalars(_query(namespace, user_id, include_private))]
+        found = [_preference(m) for m in db.scalars(_query(namespace, user_id, include_private))]
     newest: dict[str, Preference] = {}
     for pref in found:
         newest.setdefault(pref.key.lower(), pref)
@@ -117,7 +100,7 @@ def get_preference(
     stmt = _query(namespace, user_id, include_private).where(func.lower(Memory.key) == snake(key))
     with read_scope(namespace) as db:
         memory = db.scalars(stmt.limit(1)).first()
-        return Preference.of(memory) if memory else None
+        return _preference(memory) if memory else None
 
 
 def set_preference(

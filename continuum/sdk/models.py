@@ -13,6 +13,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from continuum.domain.records import (
+    Conflict,
     ContextBlock,
     ContextBlockItem,
     CronReportRecord,
@@ -21,8 +22,10 @@ from continuum.domain.records import (
     ImportReport,
     MemoryRecord,
     MemoryVersion,
+    Preference,
     Reminder,
     SessionRecord,
+    Settled,
     StoredMemory,
     SyncProblemRecord,
     TargetedMemories,
@@ -39,6 +42,7 @@ class Model(BaseModel):
 
 # Shared with the server (continuum.domain.records).
 __all__ = [
+    "Conflict",
     "ContextBlock",
     "ContextItem",
     "CronReport",
@@ -47,8 +51,10 @@ __all__ = [
     "ImportReport",
     "Memory",
     "MemoryVersion",
+    "Preference",
     "Reminder",
     "Session",
+    "Settled",
     "StoredMemory",
     "SyncProblem",
     "TargetedMemories",
@@ -121,19 +127,6 @@ class MemoryKind(Model):
     storable: bool
 
 
-class Preference(Model):
-    memory_id: int
-    user_id: str | None
-    category: str
-    key: str
-    value: str
-    content: str
-    confidence: float
-    learned_from: dict[str, Any]
-    last_confirmed: datetime
-    private: bool
-
-
 class Task(Model):
     task_id: str
     title: str
@@ -160,29 +153,6 @@ class ActiveSession(Model):
 
 
 SyncProblem = SyncProblemRecord
-
-
-class Conflict(Model):
-    """A quarantined memory and the memory in force it contradicts."""
-
-    namespace: str
-    quarantined_id: int
-    quarantined: str
-    quarantined_provenance: str
-    active_id: int | None
-    active: str | None
-    active_provenance: str | None
-    subject: str | None
-    predicate: str | None
-    created_at: datetime
-
-
-class Settled(Model):
-    """How a conflict was settled: the memory kept, and those it superseded."""
-
-    namespace: str
-    kept: int | None
-    superseded: list[int]
 
 
 # Each model and the schema of the OpenAPI document it mirrors.
