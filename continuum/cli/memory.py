@@ -6,7 +6,6 @@ machine-readable output for runtimes."""
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
 from typing import TYPE_CHECKING
 
 import typer
@@ -23,7 +22,7 @@ from continuum.cli.common import (
 )
 
 if TYPE_CHECKING:
-    from continuum.memory.user_tasks import TaskView
+    from continuum.domain.records import TaskView
 
 app = typer.Typer()
 tasks_app = typer.Typer(help="The user's tasks, shared by every channel.", no_args_is_help=True)
@@ -57,7 +56,7 @@ def preferences(
 def _print_tasks(tasks: list[TaskView], as_json: bool) -> None:
 
     if as_json:
-        print_json([asdict(t) for t in tasks])
+        print_json([t.model_dump(mode="json") for t in tasks])
         return
     for t in tasks:
         due = f" due {t.due_at:%Y-%m-%d %H:%M}" if t.due_at else ""

@@ -1,10 +1,11 @@
 """Records the HTTP API answers that its Python client reads as they are: a stored document
 (a JSON value under a path and key), a turn of a session whole, the rows the listings
 return (memories, cron reports, sessions, sync problems), the context block with its items,
-a user's preferences, the conflicts waiting for review and how one was settled, the memory
-tools' answers, and the reports of forgetting a user and of an import. One definition serves the server (`continuum.memory.documents`,
+a user's preferences and tasks, the conflicts waiting for review and how one was settled,
+the memory tools' answers, and the reports of forgetting a user and of an import. One definition serves the server (`continuum.memory.documents`,
 `continuum.recall.turns`, `continuum.api.schemas`, `continuum.api.routes`,
 `continuum.sync.problems`, `continuum.memory.preferences`, `continuum.memory.claims`,
+`continuum.memory.user_tasks`,
 `continuum.security.forget`, `continuum.portability.importing`) and the client (`continuum.sdk.models`), so they cannot
 drift apart; newer fields a server adds are kept by an older client (`extra="allow"`)."""
 
@@ -141,6 +142,22 @@ class Preference(Record):
     learned_from: dict[str, Any]
     last_confirmed: datetime
     private: bool
+
+
+class TaskView(Record):
+    """A user's task as the listings show it (`status`: suggested or dismissed for a
+    suggestion not yet, or not, confirmed)."""
+
+    task_id: str
+    title: str
+    description: str | None
+    status: str
+    user_id: str | None
+    created_channel: str | None
+    created_at: datetime
+    due_at: datetime | None
+    completed_at: datetime | None
+    tags: list[str]
 
 
 class Conflict(Record):

@@ -44,6 +44,7 @@ from sqlalchemy.orm import Session as DbSession
 from continuum.capture.summarize import Said, restates
 from continuum.config import get_settings
 from continuum.domain.kinds import kind_names
+from continuum.domain.records import TaskView
 from continuum.domain.text import find_time_expression
 from continuum.sealing.envelope import read_text, seal, seal_optional
 from continuum.store.bulk import allocate_ids, insert_rows
@@ -70,34 +71,21 @@ class SuggestionAnswered(ValueError):
     """The suggestion already got the other answer (confirmed, or dismissed)."""
 
 
-@dataclass(frozen=True)
-class TaskView:
-    task_id: str
-    title: str
-    description: str | None
-    status: str
-    user_id: str | None
-    created_channel: str | None
-    created_at: datetime
-    due_at: datetime | None
-    completed_at: datetime | None
-    tags: list[str]
-
-    @classmethod
-    def of(cls, task: UserTask) -> TaskView:
-        shown = {SUGGESTED: "suggested", DISMISSED: "dismissed"}
-        return cls(
-            task_id=str(task.task_id),
-            title=task.title,
-            description=task.description,
-            status=next((shown[t] for t in task.tags if t in shown), task.status),
-            user_id=task.user_id,
-            created_channel=task.created_channel,
-            created_at=task.created_at,
-            due_at=task.due_at,
-            completed_at=task.completed_at,
-            tags=list(task.tags),
-        )
+def task_view(task: UserTask) -> TaskView:
+    """A task's row as the listings show it: a suggestion's status is what was answered."""
+    shown = {SUGGESTED: "suggested", DISMISSED: "dismissed"}
+    return TaskView(
+        task_id=str(task.task_id),
+        title=task.title,
+        description=task.description,
+        status=next((shown[t] for t in task.tags if t in shown), task.status),
+        user_id=task.user_id,
+        created_channel=task.created_channel,
+        created_at=task.created_at,
+        due_at=task.due_at,
+        completed_at=task.completed_at,
+        tags=list(task.tags),
+    )
 
 
 def create_task(
@@ -129,7 +117,7 @@ def create_task(
         db.add(task)
         db.flush()
         db.refresh(task)
-        return TaskView.of(task)
+        return task_view(task)
 
 
 @lru_cache(maxsize=8)
@@ -169,7 +157,7 @@ def set_status(namespace: str, task_id: str, status: str) -> TaskView:
         task.status = status
         task.completed_at = datetime.now(UTC) if status == "done" else None
         db.flush()
-        return TaskView.of(task)
+        return task_view(task)
 
 
 def complete_task(namespace: str, task_id: str) -> TaskView:
@@ -191,7 +179,7 @@ def answer_suggestion(namespace: str, task_id: str, *, confirm: bool) -> TaskVie
             what = "was dismissed" if given == DISMISSED else "is a task already (cancel it)"
             raise SuggestionAnswered(f"task {task.task_id} {what}")
         db.flush()
-        return TaskView.of(task)
+        return task_view(task)
 
 
 _MOST_PRESSING = "due_at ASC NULLS LAST, created_at DESC, id DESC"
@@ -264,7 +252,7 @@ def list_tasks(
         query = tasks_query(
             namespace, user_id, active_only=active_only, limit=limit, suggested=suggested
         )
-        return [TaskView.of(task) for task in db.scalars(query)]
+        return [task_view(task) for task in db.scalars(query)]
 
 
 # Pending tasks (suggestions waiting included) due at any of `dues` and tagged with any of

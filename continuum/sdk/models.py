@@ -29,6 +29,7 @@ from continuum.domain.records import (
     StoredMemory,
     SyncProblemRecord,
     TargetedMemories,
+    TaskView,
     ToolResult,
     Turn,
 )
@@ -58,6 +59,7 @@ __all__ = [
     "StoredMemory",
     "SyncProblem",
     "TargetedMemories",
+    "Task",
     "ToolResult",
     "Turn",
 ]
@@ -127,18 +129,7 @@ class MemoryKind(Model):
     storable: bool
 
 
-class Task(Model):
-    task_id: str
-    title: str
-    description: str | None
-    status: str
-    user_id: str | None
-    created_channel: str | None
-    created_at: datetime
-    due_at: datetime | None
-    completed_at: datetime | None
-    tags: list[str]
-
+Task = TaskView
 
 Session = SessionRecord
 

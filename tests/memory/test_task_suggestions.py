@@ -21,11 +21,12 @@ from typer.testing import CliRunner
 
 from continuum.api.app import create_app
 from continuum.cli.memory import app as cli
+from continuum.domain.records import TaskView
 from continuum.memory.user_tasks import (
     SuggestionAnswered,
-    TaskView,
     answer_suggestion,
     list_tasks,
+    task_view,
 )
 from continuum.pipeline.ingest import ingest_batch
 from continuum.recall.context import context
@@ -52,7 +53,7 @@ def rows() -> list[tuple[str, str]]:
     """(title, status as shown) of every row of `tasks`, suggestions included."""
     with session_scope() as db:
         query = select(UserTask).order_by(UserTask.id)
-        return [(t.title, t.status) for t in map(TaskView.of, db.scalars(query))]
+        return [(t.title, t.status) for t in map(task_view, db.scalars(query))]
 
 
 def test_off_a_commitment_becomes_a_task_at_once(db: Any) -> None:

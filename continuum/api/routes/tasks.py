@@ -12,8 +12,9 @@ from pydantic import BaseModel, Field
 from continuum.api.auth import NOT_FOUND, ScopeDep
 from continuum.api.errors import field_error
 from continuum.api.pagination import Page, PageDep
+from continuum.domain.records import TaskView
 from continuum.memory import user_tasks
-from continuum.memory.user_tasks import TaskStatus, TaskView
+from continuum.memory.user_tasks import TaskStatus
 
 router = APIRouter(prefix="/v1/tasks", tags=["tasks"])
 
