@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import statistics
 import time
 from collections.abc import Callable, Iterator
@@ -20,6 +21,18 @@ ROOT = Path(__file__).resolve().parent.parent
 BENCH_HOME = ROOT / ".continuum-bench"
 BENCH_DATABASE = "continuum_bench"
 RESULTS_DIR = ROOT / "bench" / "results"
+
+
+def logs_of(section: str) -> Path:
+    """The directory a section's worker processes write their logs to:
+    `.continuum-bench/logs/<section>/`, emptied as the section starts and kept after it (a
+    failed run's logs can be read; no run leaves a directory in /tmp)."""
+    logs = BENCH_HOME / "logs" / section
+    shutil.rmtree(logs, ignore_errors=True)
+    logs.mkdir(parents=True)
+    return logs
+
+
 console = Console()
 
 

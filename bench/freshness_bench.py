@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import random
 import string
-import tempfile
 import threading
 import time
 import uuid
@@ -47,7 +46,7 @@ from typing import Any
 from sqlalchemy import text
 
 from bench.capture_bench import _events
-from bench.common import Options, Section, console, percentile
+from bench.common import Options, Section, console, logs_of, percentile
 from continuum.contract.client import MemoryClient
 from continuum.processes import child_env, group_argv, spawn, stop
 from continuum.store.engine import session_scope
@@ -304,7 +303,7 @@ def run(urls: dict[str, str], options: Options) -> list[Section]:
     quick = options.quick
     burst, probes = (500, 10) if quick else (3000, 40)
     client = MemoryClient(urls["broker_url"])
-    logs = Path(tempfile.mkdtemp(prefix="continuum-bench-freshness-"))
+    logs = logs_of("freshness")
     procs = _workers(logs)
     try:
         warm = Prober(client, f"warm-{uuid.uuid4().hex[:6]}")  # workers up, model loaded

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from collections.abc import Callable
@@ -21,7 +20,7 @@ import psutil
 from sqlalchemy import func, select
 
 from bench.capture_bench import _events
-from bench.common import Options, Section
+from bench.common import Options, Section, logs_of
 from continuum.contract.client import MemoryClient
 from continuum.contract.queues import EVENTS
 from continuum.processes import child_env, spawn, stop
@@ -143,7 +142,7 @@ def run(urls: dict[str, str], options: Options) -> list[Section]:
     os.environ["CONTINUUM_EMBEDDING_PROVIDER"] = "none"  # the embed stage is measured apart
     n_events, n_tasks = (1000, 1000) if quick else (5000, 3000)
     client = MemoryClient(urls["broker_url"])
-    logs = Path(tempfile.mkdtemp(prefix="continuum-bench-logs-"))
+    logs = logs_of("pipeline")
     section = Section(
         f"Ingest with real worker processes ({n_events} turn events, batches of {BATCH})"
     )
