@@ -149,9 +149,13 @@ def _filtered_out(
         if ref in admitted:
             continue
         if hit.status != "active":
-            found.append(Excluded(ref, hit.kind, f"status {hit.status}"))
+            found.append(Excluded(ref=ref, kind=hit.kind, reason=f"status {hit.status}"))
         elif hit.private and not scope.include_private:
-            found.append(Excluded(ref, hit.kind, "private: shown only in the owner's main context"))
+            found.append(
+                Excluded(
+                    ref=ref, kind=hit.kind, reason="private: shown only in the owner's main context"
+                )
+            )
     return found
 
 
@@ -174,7 +178,10 @@ def _pack_consuming_handoff(
     )
     if taken is not None:
         return packed
-    excluded[:] = [*before, Excluded("handoff", "handoff", "consumed by another block")]
+    excluded[:] = [
+        *before,
+        Excluded(ref="handoff", kind="handoff", reason="consumed by another block"),
+    ]
     rest = [candidate for candidate in kept if candidate.source != "handoff"]
     return pack(rest, request.max_tokens, request.now, request.config, excluded, seeded)
 
@@ -197,7 +204,9 @@ def _recall(request: RecallRequest) -> ContextResult:
         candidates = []
         for candidate in _gather(db, request, scope, prepared, handoff):
             if candidate.ref in request.skip_refs:
-                excluded.append(Excluded(candidate.ref, candidate.kind, "already injected"))
+                excluded.append(
+                    Excluded(ref=candidate.ref, kind=candidate.kind, reason="already injected")
+                )
             else:
                 score(candidate, request.now, request.config, prepared is not None)
                 candidates.append(candidate)

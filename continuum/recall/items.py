@@ -15,6 +15,7 @@ from datetime import UTC, datetime, tzinfo
 from typing import Any, Literal
 
 from continuum.domain.kinds import KINDS
+from continuum.domain.records import ContextBlock, ContextBlockExcluded, ContextBlockItem
 from continuum.recall.fusion import FusionWeights
 
 ItemSource = Literal["memory", "message", "task", "handoff"]
@@ -116,35 +117,10 @@ class Candidate:
         return _SECTION_OF_KIND.get(self.kind, "Relevant memories")  # a raw turn: kind = role
 
 
-@dataclass
-class ContextItem:
-    """One line of the block: what it is, where it came from and why it was chosen."""
-
-    ref: str  # memory:<id> | message:<session>/<message_id> | task:<uuid> | handoff
-    kind: str
-    section: str
-    text: str
-    score: float
-    tokens: int
-    why: str
-    parts: dict[str, float] = field(default_factory=dict)
-    memory_id: int | None = None
-    source_message_ids: list[str] = field(default_factory=list)
-    created_at: datetime | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        created = self.created_at.isoformat() if self.created_at else None
-        return {**self.__dict__, "created_at": created}
-
-
-@dataclass(frozen=True)
-class Excluded:
-    """A candidate left out of the block, and the reason (reported with `explain`)."""
-
-    ref: str
-    kind: str
-    reason: str
-    score: float | None = None
+# A line of the block, and a candidate left out of it (reported with `explain`): the records
+# the API answers with and the client reads (`continuum.domain.records`), built here as they go.
+ContextItem = ContextBlockItem
+Excluded = ContextBlockExcluded
 
 
 @dataclass
@@ -156,17 +132,17 @@ class ContextResult:
     query_id: str
     topic: str
 
-    @property
-    def memory_ids(self) -> list[int]:
-        return [item.memory_id for item in self.items if item.memory_id is not None]
+    def record(self) -> ContextBlock:
+        """The answer: the block, its items, what was left out, and the memory ids injected."""
+        return ContextBlock(
+            block=self.block,
+            items=self.items,
+            excluded=self.excluded,
+            tokens_used=self.tokens_used,
+            query_id=self.query_id,
+            topic=self.topic,
+            memory_ids=[item.memory_id for item in self.items if item.memory_id is not None],
+        )
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "block": self.block,
-            "items": [item.as_dict() for item in self.items],
-            "excluded": [e.__dict__ for e in self.excluded],
-            "tokens_used": self.tokens_used,
-            "query_id": self.query_id,
-            "topic": self.topic,
-            "memory_ids": self.memory_ids,
-        }
+        return self.record().model_dump(mode="json")

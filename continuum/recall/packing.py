@@ -24,6 +24,8 @@ from continuum.recall.render import day_of, header, line, render
 PINNED_CHANNELS = {"summaries", "open_threads", "preferences", "tasks", "handoff"}
 MESSAGE_IMPORTANCE = 4  # raw turns carry no rating; they rank below rated memories
 
+OVER_BUDGET = "over the token budget"
+
 
 def merge(groups: Iterable[list[Candidate]]) -> list[Candidate]:
     """One candidate per ref; channels and relevance of repeats are combined."""
@@ -73,10 +75,10 @@ def drop_tracked(candidates: list[Candidate], excluded: list[Excluded]) -> list[
     for candidate in [c for c in candidates if c.ref in tracked]:
         excluded.append(
             Excluded(
-                candidate.ref,
-                candidate.kind,
-                f"tracked as {tracked[candidate.ref]}",
-                candidate.score,
+                ref=candidate.ref,
+                kind=candidate.kind,
+                reason=f"tracked as {tracked[candidate.ref]}",
+                score=candidate.score,
             )
         )
     return [c for c in candidates if c.ref not in tracked]
@@ -114,7 +116,11 @@ def dedupe(
     for candidate in sorted(candidates, key=lambda c: (c.source == "message", -c.score, c.ref)):
         reason = duplicate_of(candidate, kept, pairs, keys)
         if reason:
-            excluded.append(Excluded(candidate.ref, candidate.kind, reason, candidate.score))
+            excluded.append(
+                Excluded(
+                    ref=candidate.ref, kind=candidate.kind, reason=reason, score=candidate.score
+                )
+            )
         else:
             kept.append(candidate)
     return kept
@@ -175,7 +181,12 @@ def pack(
         cost = tokens + sum(count_tokens(h) for s, h in headings if (s, h) not in opened)
         if used + cost > max_tokens:
             excluded.append(
-                Excluded(candidate.ref, candidate.kind, "over the token budget", candidate.score)
+                Excluded(
+                    ref=candidate.ref,
+                    kind=candidate.kind,
+                    reason=OVER_BUDGET,
+                    score=candidate.score,
+                )
             )
             continue
         used += cost
@@ -200,6 +211,8 @@ def pack(
     while (tokens_used := count_block_tokens(block)) > max_tokens:  # never over the budget
         dropped = min(items, key=lambda i: (i.score / max(i.tokens, 1), i.ref))
         items.remove(dropped)
-        excluded.append(Excluded(dropped.ref, dropped.kind, "over the token budget", dropped.score))
+        excluded.append(
+            Excluded(ref=dropped.ref, kind=dropped.kind, reason=OVER_BUDGET, score=dropped.score)
+        )
         block = render(items, now)
     return items, block, tokens_used

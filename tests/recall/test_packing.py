@@ -114,7 +114,9 @@ def test_the_higher_scored_of_the_same_text_is_kept() -> None:
     excluded: list[Excluded] = []
     kept = dedupe([weak, strong], set(), excluded)
     assert kept == [strong]
-    assert excluded == [Excluded("memory:1", "fact", "same text as memory:2", 0.4)]
+    assert excluded == [
+        Excluded(ref="memory:1", kind="fact", reason="same text as memory:2", score=0.4)
+    ]
 
 
 def test_near_duplicate_pairs_keep_the_better_one() -> None:
@@ -151,7 +153,9 @@ def test_a_memory_tracked_as_a_task_gives_way_to_it() -> None:
     tracked, other = memory(1, "Must call Hoffmann."), memory(2, "Jason likes tea.")
     excluded: list[Excluded] = []
     assert drop_tracked([task, tracked, other], excluded) == [task, other]
-    assert excluded == [Excluded("memory:1", "fact", "tracked as task:t1", 0.5)]
+    assert excluded == [
+        Excluded(ref="memory:1", kind="fact", reason="tracked as task:t1", score=0.5)
+    ]
 
 
 # -- packing ---------------------------------------------------------------------------
@@ -162,7 +166,9 @@ def test_the_best_scored_item_wins_the_last_room() -> None:
     excluded: list[Excluded] = []
     items, _, _ = pack([weak, strong], budget_for(strong), NOW, CONFIG, excluded)
     assert [i.ref for i in items] == ["memory:2"]
-    assert excluded == [Excluded("memory:1", "fact", "over the token budget", 0.3)]
+    assert excluded == [
+        Excluded(ref="memory:1", kind="fact", reason="over the token budget", score=0.3)
+    ]
 
 
 def test_an_item_that_does_not_fit_is_skipped_for_a_smaller_one() -> None:

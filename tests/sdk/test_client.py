@@ -82,22 +82,6 @@ def test_every_model_has_the_fields_of_its_openapi_schema() -> None:
         assert set(model.model_fields) == set(schemas[name]["properties"]), name
 
 
-def test_the_context_block_record_has_the_fields_recall_answers() -> None:
-    """Recall builds its block as dataclasses (`as_dict` is the answer); the record that
-    types the answer in the spec and the client must name the same fields."""
-    from dataclasses import fields
-
-    from continuum.domain import records
-    from continuum.recall.items import ContextItem, ContextResult, Excluded
-
-    def names(cls: Any) -> set[str]:
-        return {field.name for field in fields(cls)}
-
-    assert set(records.ContextBlockItem.model_fields) == names(ContextItem)
-    assert set(records.ContextBlockExcluded.model_fields) == names(Excluded)
-    assert set(records.ContextBlock.model_fields) == names(ContextResult) | {"memory_ids"}
-
-
 def test_the_sdk_imports_no_server_code() -> None:
     """A fresh interpreter importing the SDK loads no database, broker or model code."""
     import subprocess

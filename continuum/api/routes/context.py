@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Query
 
@@ -14,7 +14,7 @@ from continuum.recall.context import context
 router = APIRouter(prefix="/v1", tags=["recall"])
 
 
-@router.get("/context", response_model=ContextBlock)
+@router.get("/context")
 def get_context(
     scope: ScopeDep,
     tz: TimeZoneDep,
@@ -25,9 +25,9 @@ def get_context(
     user_id: Annotated[str | None, Query(max_length=200)] = None,
     channel: Annotated[str | None, Query(max_length=64)] = None,
     explain: Annotated[bool, Query(description="Also say what was left out, and why.")] = False,
-) -> dict[str, Any]:
+) -> ContextBlock:
     """The packed block, its items with scores and `why`, and the memory ids injected; its
     days (headings, 'yesterday' in the seed) are the tenant's, or `tz`'s."""
     result = context(scope.namespace, seed_text, max_tokens, user_id=user_id, channel=channel,
                      explain=explain, tz=tz)  # fmt: skip
-    return result.as_dict()
+    return result.record()
