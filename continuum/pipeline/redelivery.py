@@ -140,7 +140,8 @@ def _task_id(message: Any) -> str | None:
         return None
 
 
-def _queued_ids(client: SyncRedis, queue: str) -> Iterator[str | None]:
+def queued_ids(client: SyncRedis, queue: str) -> Iterator[str | None]:
+    """The task ids of the messages in `queue` (None for one without)."""
     # Read each of the queue's lists (one per priority step) from the head in chunks: a
     # publish (LPUSH) only shifts what is left to read to higher indexes and a consumer takes
     # from the tail, so no message present throughout is skipped (one taken meanwhile is in
@@ -153,7 +154,8 @@ def _queued_ids(client: SyncRedis, queue: str) -> Iterator[str | None]:
             start += SCAN_CHUNK
 
 
-def _held_ids(client: SyncRedis) -> Iterator[str | None]:
+def held_ids(client: SyncRedis) -> Iterator[str | None]:
+    """The task ids of the messages delivered to a worker and not yet acknowledged."""
     for _, raw in client.hscan_iter(UNACKED_KEY, count=SCAN_CHUNK):
         yield _task_id(json.loads(raw)[0])  # kombu stores [message, exchange, routing key]
 
@@ -164,7 +166,7 @@ def _absent(client: SyncRedis, before: float, queue: str) -> list[str]:
     candidates = client.zrangebyscore(ledger.INDEX, "-inf", f"({before}")
     if not candidates:
         return []
-    present = {*_queued_ids(client, queue), *_held_ids(client)}
+    present = {*queued_ids(client, queue), *held_ids(client)}
     return [batch_id for batch_id in candidates if batch_id not in present]
 
 

@@ -186,7 +186,7 @@ def test_a_batch_a_frozen_worker_took_off_the_queue_is_published_again_within_se
     from continuum.contract import ledger
     from continuum.contract.queues import EVENTS
     from continuum.redis_client import get_broker_redis
-    from continuum.store.broker import queue_keys
+    from continuum.store.broker import broker_state
 
     broker = get_broker_redis()
     frozen = start_worker("w1")
@@ -201,7 +201,7 @@ def test_a_batch_a_frozen_worker_took_off_the_queue_is_published_again_within_se
         taken_at = time.time()
         (batch,) = set(broker.zrange(ledger.INDEX, 0, -1)) - earlier
         # Not queued: Redis handed it to w1's BRPOP, and w1, frozen first, recorded nothing.
-        if not sum(broker.llen(key) for key in queue_keys(EVENTS)):
+        if not broker_state().depths[EVENTS]:
             break
         os.killpg(frozen.pid, signal.SIGCONT)  # queued: w1 runs it; try again
         wait_for(lambda events=events: figures(events)["processed"] == 10, timeout=60)

@@ -12,8 +12,8 @@ from sqlalchemy import text
 from continuum.contract import ledger
 from continuum.contract.client import MemoryClient
 from continuum.contract.queues import EVENTS
+from continuum.pipeline import redelivery
 from continuum.redis_client import get_broker_redis
-from continuum.store.broker import UNACKED_KEY, queue_keys
 from continuum.store.engine import session_scope
 from tests.support.events import turn
 from tests.support.wait import wait_for
@@ -86,9 +86,7 @@ def whereabouts(events: list[dict[str, Any]]) -> str:
         for batch_id, raw in broker.hscan_iter(ledger.ENTRIES)
         if missing & {payload.get("event_id") for payload in json.loads(raw)}
     }
-    queued = {json.loads(raw)["headers"]["id"]
-              for key in queue_keys(EVENTS) for raw in broker.lrange(key, 0, -1)}  # fmt: skip
-    held = {json.loads(raw)[0]["headers"]["id"] for raw in broker.hvals(UNACKED_KEY)}
+    queued, held = set(redelivery.queued_ids(broker, EVENTS)), set(redelivery.held_ids(broker))
     return (f"{len(missing)} event(s) not stored, in {len(batches)} ledger batch(es): "
             f"{len(batches & queued)} queued, {len(batches & held)} held by a worker, "
             f"{len(batches - queued - held)} neither (taken off the queue and lost)")  # fmt: skip
